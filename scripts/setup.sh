@@ -1,0 +1,51 @@
+#!/bin/sh
+# Install, as root on Debian 12, every package the project needs to build,
+# test and benchmark.  Safe to run again: apt-get only adds what is missing
+# and the deb-src entry is written once.
+set -eu
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup.sh: must run as root (it calls apt-get)" >&2
+	exit 1
+fi
+
+. /etc/os-release
+if [ "${VERSION_CODENAME:-}" != bookworm ]; then
+	echo "setup.sh: written for Debian 12 (bookworm), this is ${PRETTY_NAME:-unknown}" >&2
+	exit 1
+fi
+
+# 'apt-get source qemu' needs a deb-src entry for bookworm.  Debian 12 ships
+# either a deb822 debian.sources or a one-line sources.list; add our own file
+# rather than edit either.
+srcfile=/etc/apt/sources.list.d/sivshm-kvm-src.sources
+if ! apt-get indextargets --format '$(TARGET_OF) $(CODENAME)' 2>/dev/null |
+	grep -q '^deb-src bookworm$'; then
+	mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
+		2>/dev/null | head -n 1)
+	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' \
+		/etc/apt/sources.list 2>/dev/null)
+	[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+	cat > "$srcfile" <<SRC
+Types: deb-src
+URIs: $mirror
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+
+# build: the autotools top level, user space and the kernel modules
+pkgs="build-essential autoconf automake libtool pkg-config dpkg-dev git
+	bc libelf-dev xz-utils zstd"
+# our QEMU (a minimal x86_64-softmmu build from Debian's source)
+pkgs="$pkgs ninja-build meson python3 libglib2.0-dev libpixman-1-dev
+	zlib1g-dev libfdt-dev"
+# the VM test harness: initramfs, guest firmware, in-tree module handling
+pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu"
+
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $pkgs

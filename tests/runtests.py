@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Run the test suite: tests/unit on the host, then the VM tier.
+
+Each test is a program with one purpose that exits 0 (pass), 1 (fail) or
+77 (skip, with its reason printed).  Each runs under a timeout, its output
+kept in <builddir>/tests/logs/<name>.log and its VM logs (consoles, result
+channels, QEMU command lines) in <builddir>/tests/logs/<name>/.
+
+The last line printed is "N passed, N failed, N skipped".
+
+Usage: runtests.py [--builddir DIR] [--tier unit|vm]... [TEST...]
+A TEST is a path or a name (module-load, tests/vm/tests/module-load.py).
+"""
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "vm"))
+import vmtest  # noqa: E402
+
+TIERS = {
+    # tier: (glob under tests/ in the source tree or the build tree, timeout)
+    "unit": (["unit/*.py", "unit/test-*"], 120),
+    "vm": (["vm/tests/*.py"], 600),
+}
+
+
+def discover(builddir, tiers):
+    tests = []
+    for tier in tiers:
+        pats, timeout = TIERS[tier]
+        found = {}
+        for root in (HERE, os.path.join(builddir, "tests")):
+            for pat in pats:
+                for p in glob.glob(os.path.join(root, pat)):
+                    if (os.access(p, os.X_OK) and os.path.isfile(p)
+                            and not p.endswith((".c", ".o", ".h"))):
+                        found.setdefault(os.path.basename(p), p)
+        tests += [(tier, found[k], timeout) for k in sorted(found)]
+    return tests
+
+
+def probe_accel(builddir):
+    """KVM if it boots a Linux guest here, else TCG: boot one and see."""
+    if os.environ.get("SIVSHM_ACCEL"):
+        return os.environ["SIVSHM_ACCEL"]
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg"
+    d = os.path.join(builddir, "tests", "logs", "kvm-probe")
+    try:
+        r = vmtest.Running(vmtest.Guest("kvm-probe", "true\n"), d,
+                           accel=vmtest.KVM_ACCEL).wait(30)
+    except vmtest.HarnessError as e:
+        print("kvm probe: %s" % e)
+        return "tcg"
+    return "kvm" if r.outcome == "pass" else "tcg"
+
+
+def name_of(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def run_one(tier, path, timeout, logroot, env):
+    name = name_of(path)
+    logdir = os.path.join(logroot, name)
+    logfile = os.path.join(logroot, name + ".log")
+    env = dict(env, SIVSHM_LOGDIR=logdir)
+    start = time.monotonic()
+    with open(logfile, "wb") as log:
+        proc = subprocess.Popen([path], stdout=log, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+        try:
+            status = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            status = None
+    elapsed = time.monotonic() - start
+    with open(logfile, "rb") as f:
+        out = f.read().decode(errors="replace")
+    if status == 0:
+        verdict, why = "PASS", ""
+    elif status == vmtest.SKIP:
+        verdict = "SKIP"
+        why = next((ln for ln in reversed(out.splitlines())
+                    if ln.startswith("SKIP")), "SKIP: no reason printed")
+        why = why[len("SKIP: "):] if why.startswith("SKIP: ") else why
+    else:
+        verdict = "FAIL"
+        why = ("timed out after %d s" % timeout if status is None
+               else "exit status %d" % status)
+    print("%s %s/%s (%.1f s)%s" % (verdict, tier, name, elapsed,
+                                   (": " + why) if why else ""), flush=True)
+    if verdict == "FAIL":
+        tail = out.splitlines()[-15:]
+        print("".join("    | %s\n" % ln for ln in tail), end="")
+        print("    log: %s" % logfile, flush=True)
+    return verdict
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--builddir", default=os.getcwd())
+    ap.add_argument("--tier", action="append", choices=sorted(TIERS))
+    ap.add_argument("tests", nargs="*")
+    args = ap.parse_args()
+    builddir = os.path.abspath(args.builddir)
+    tiers = args.tier or ["unit", "vm"]
+
+    tests = discover(builddir, tiers)
+    if args.tests:
+        want = {name_of(t) for t in args.tests}
+        tests = [t for t in tests if name_of(t[1]) in want]
+        missing = want - {name_of(t[1]) for t in tests}
+        if missing:
+            print("no such test: %s" % ", ".join(sorted(missing)))
+            print("0 passed, %d failed" % len(missing))
+            return 1
+
+    env = dict(os.environ, SIVSHM_BUILDDIR=builddir,
+               PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("SIVSHM_QEMU", os.path.join(
+        builddir, "qemu-sivshm", "out", "bin", "qemu-system-x86_64"))
+    env.setdefault("SIVSHM_KERNEL", os.path.join(builddir, "tests", "vm",
+                                                 "kernel"))
+    os.environ.update(env)
+    if any(t[0] == "vm" for t in tests):
+        env["SIVSHM_ACCEL"] = probe_accel(builddir)
+        print("VM tests run under %s" % env["SIVSHM_ACCEL"].upper(),
+              flush=True)
+
+    logroot = os.path.join(builddir, "tests", "logs")
+    os.makedirs(logroot, exist_ok=True)
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    for tier, path, timeout in tests:
+        counts[run_one(tier, path, timeout, logroot, env)] += 1
+    print("%d passed, %d failed, %d skipped"
+          % (counts["PASS"], counts["FAIL"], counts["SKIP"]), flush=True)
+    return 1 if counts["FAIL"] or not tests else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

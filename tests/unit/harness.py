@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Unit tests of the VM harness's host side: the result-channel framing,
+the splat scanner and in-tree module dependency resolution."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "vm"))
+from vmtest import (FrameError, HarnessError, Result, encode_frame,  # noqa
+                    find_splats, parse_frames, resolve_modules)
+
+
+def channel(*frames):
+    return b"".join(encode_frame(k, p) for k, p in frames)
+
+
+class Frames(unittest.TestCase):
+    def test_round_trip(self):
+        data = channel(("out", b"hello\n\x00binary"), ("dmesg", b""),
+                       ("file:l2.channel", b"SVT1 x"), ("exit", b"0"))
+        self.assertEqual(parse_frames(data),
+                         [("out", b"hello\n\x00binary"), ("dmesg", b""),
+                          ("file:l2.channel", b"SVT1 x"), ("exit", b"0")])
+
+    def test_empty_channel_is_no_frames(self):
+        self.assertEqual(parse_frames(b""), [])
+
+    def test_truncated_payload(self):
+        data = channel(("out", b"0123456789"))
+        for cut in range(1, len(data)):
+            with self.assertRaises(FrameError, msg="cut at %d" % cut):
+                parse_frames(data[:cut])
+
+    def test_bad_headers(self):
+        for bad in (b"SVT2 out 1\nx\n", b"SVT1 out\nx\n", b"SVT1 out -1\nx\n",
+                    b"SVT1 out 1 2\nx\n", b"SVT1 OUT 1\nx\n",
+                    b"SVT1 file:../x 1\nx\n", b"SVT1 out 0x1\nx\n",
+                    b"SVT1 out 1\nxy", b"garbage", b"SVT1 out 99999999999\n",
+                    b"SVT1 out 1" + b" " * 200 + b"\nx\n"):
+            with self.assertRaises(FrameError, msg=bad):
+                parse_frames(bad)
+
+    def test_oversized_frame(self):
+        with self.assertRaises(FrameError):
+            parse_frames(b"SVT1 out 999999999\n")
+
+
+class Outcomes(unittest.TestCase):
+    def result(self, data, console=b"", timed_out=False):
+        return Result("t", data, console, timed_out, 0)
+
+    def test_pass(self):
+        r = self.result(channel(("out", b"ok"), ("exit", b"0")))
+        self.assertEqual(r.outcome, "pass")
+        self.assertEqual(r.text(), "ok")
+
+    def test_fail_and_skip(self):
+        self.assertEqual(self.result(channel(("exit", b"1"))).outcome, "fail")
+        self.assertEqual(self.result(channel(("exit", b"77"))).outcome,
+                         "skip")
+
+    def test_no_exit_frame_is_lost(self):
+        r = self.result(channel(("out", b"ok")))
+        self.assertEqual(r.outcome, "lost")
+        r = self.result(b"", timed_out=True)
+        self.assertEqual(r.outcome, "lost")
+        self.assertIn("timeout", r.lost)
+
+    def test_corrupt_channel_is_lost(self):
+        r = self.result(channel(("exit", b"0"))[:-1])
+        self.assertEqual(r.outcome, "lost")
+
+    def test_frame_after_exit_is_lost(self):
+        r = self.result(channel(("exit", b"0"), ("out", b"late")))
+        self.assertEqual(r.outcome, "lost")
+
+    def test_bad_exit_status_is_lost(self):
+        for bad in (b"", b"-1", b"256", b"zero"):
+            r = self.result(channel(("exit", bad)))
+            self.assertEqual(r.outcome, "lost", bad)
+
+    def test_splat_fails_a_passing_script(self):
+        r = self.result(channel(("dmesg", b"[ 1.0] WARNING: CPU: 0 PID: 1"),
+                                ("exit", b"0")))
+        self.assertEqual(r.outcome, "fail")
+        r = self.result(channel(("exit", b"0")),
+                        console=b"[    2.5] BUG: kernel NULL pointer")
+        self.assertEqual(r.outcome, "fail")
+
+
+class Splats(unittest.TestCase):
+    def test_kinds(self):
+        for line in ("WARNING: CPU: 1 PID: 5 at mm/x.c:1",
+                     "BUG: unable to handle page fault",
+                     "Oops: 0002 [#1] SMP", "kernel BUG at mm/slub.c:1!",
+                     "WARNING: possible circular locking dependency detected",
+                     "rcu: INFO: rcu_preempt self-detected stall on CPU",
+                     "Kernel panic - not syncing: Fatal exception",
+                     "UBSAN: shift-out-of-bounds in x.c"):
+            self.assertEqual(find_splats("[    1.000000] " + line, True),
+                             ["[    1.000000] " + line], line)
+
+    def test_console_user_output_is_not_kernel(self):
+        self.assertEqual(find_splats("WARNING: printed by a test", True), [])
+        self.assertEqual(len(find_splats("WARNING: in dmesg", False)), 1)
+
+    def test_clean_log(self):
+        log = "[    0.0] Linux version 6.1\n[    1.0] virtio_net loaded\n"
+        self.assertEqual(find_splats(log, True), [])
+
+
+class Modules(unittest.TestCase):
+    DEP = ("kernel/arch/x86/kvm/kvm.ko: kernel/virt/lib/irqbypass.ko\n"
+           "kernel/arch/x86/kvm/kvm-amd.ko: kernel/drivers/crypto/ccp/ccp.ko"
+           " kernel/arch/x86/kvm/kvm.ko kernel/virt/lib/irqbypass.ko\n"
+           "kernel/drivers/crypto/ccp/ccp.ko:\n"
+           "kernel/virt/lib/irqbypass.ko:\n"
+           "kernel/a.ko: kernel/b.ko\nkernel/b.ko: kernel/a.ko\n")
+
+    def test_dependencies_first_each_once(self):
+        order = resolve_modules(self.DEP, ["kvm_amd", "kvm"])
+        self.assertEqual(order, ["kernel/drivers/crypto/ccp/ccp.ko",
+                                 "kernel/virt/lib/irqbypass.ko",
+                                 "kernel/arch/x86/kvm/kvm.ko",
+                                 "kernel/arch/x86/kvm/kvm-amd.ko"])
+
+    def test_dash_and_underscore_names(self):
+        self.assertEqual(resolve_modules(self.DEP, ["kvm-amd"])[-1],
+                         "kernel/arch/x86/kvm/kvm-amd.ko")
+
+    def test_unknown_module(self):
+        with self.assertRaises(HarnessError):
+            resolve_modules(self.DEP, ["no_such_module"])
+
+    def test_loop(self):
+        with self.assertRaises(HarnessError):
+            resolve_modules(self.DEP, ["a"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Read and write the shared memory BAR of an ivshmem-plain device from a
+ * test guest, through sysfs (no driver needed).
+ *
+ *   ivshmem-rw write OFFSET STRING          store STRING at OFFSET
+ *   ivshmem-rw wait OFFSET STRING TIMEOUT_MS  poll until STRING is there
+ *
+ * The multi-VM harness test runs it in two guests that share one region.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmtest.h"
+
+#define IVSHMEM_VENDOR	0x1af4
+#define IVSHMEM_DEVICE	0x1110
+
+static unsigned long read_hex(const char *dir, const char *file)
+{
+	char path[512], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return strtoul(buf, NULL, 16);
+}
+
+static int open_bar2(size_t *size)
+{
+	const char *base = "/sys/bus/pci/devices";
+	char dir[512], path[600];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd = -1;
+
+	d = opendir(base);
+	VM_ASSERT_ERRNO(d, base);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
+		if (read_hex(dir, "vendor") != IVSHMEM_VENDOR ||
+		    read_hex(dir, "device") != IVSHMEM_DEVICE)
+			continue;
+		snprintf(path, sizeof(path), "%s/resource2", dir);
+		fd = open(path, O_RDWR | O_SYNC);
+		VM_ASSERT_ERRNO(fd >= 0, path);
+		VM_ASSERT_ERRNO(fstat(fd, &st) == 0, path);
+		*size = st.st_size;
+		break;
+	}
+	closedir(d);
+	VM_ASSERT(fd >= 0, "no ivshmem-plain device in this guest");
+	return fd;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	size_t size, off, len;
+	volatile char *mem;
+	double deadline;
+	int fd;
+
+	VM_ASSERT(argc >= 4, "usage: ivshmem-rw write|wait OFFSET STRING [TIMEOUT_MS]");
+	fd = open_bar2(&size);
+	off = strtoul(argv[2], NULL, 0);
+	len = strlen(argv[3]);
+	VM_ASSERT(off < size && len <= size - off,
+		  "offset %zu + %zu beyond the %zu-byte BAR", off, len, size);
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap resource2");
+
+	if (!strcmp(argv[1], "write")) {
+		for (size_t i = 0; i < len; i++)
+			mem[off + i] = argv[3][i];
+		__sync_synchronize();
+		printf("wrote \"%s\" at %zu\n", argv[3], off);
+		return 0;
+	}
+
+	VM_ASSERT(!strcmp(argv[1], "wait") && argc == 5, "unknown command %s",
+		  argv[1]);
+	deadline = now() + strtoul(argv[4], NULL, 0) / 1000.0;
+	for (;;) {
+		size_t i;
+
+		__sync_synchronize();
+		for (i = 0; i < len && mem[off + i] == argv[3][i]; i++)
+			;
+		if (i == len)
+			break;
+		VM_ASSERT(now() < deadline, "\"%s\" did not appear at %zu",
+			  argv[3], off);
+		usleep(10000);
+	}
+	printf("found \"%s\" at %zu\n", argv[3], off);
+	return 0;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for programs that run inside a test guest.  VM_ASSERT carries the
+ * file and line of a failed assertion back to the host in the test's output,
+ * as the KVM selftests' GUEST_ASSERT does.
+ */
+#ifndef VMTEST_H
+#define VMTEST_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VM_ASSERT(cond, fmt, ...)						\
+	do {									\
+		if (!(cond)) {							\
+			fprintf(stderr, "ASSERT %s:%d: %s: " fmt "\n",		\
+				__FILE__, __LINE__, #cond, ##__VA_ARGS__);	\
+			exit(1);						\
+		}								\
+	} while (0)
+
+#define VM_ASSERT_ERRNO(cond, what)						\
+	VM_ASSERT(cond, "%s: %s", what, strerror(errno))
+
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Nested mode: level 1 loads kvm_amd, runs our QEMU with -enable-kvm and
+boots level 2, whose kernel version comes back through level 1."""
+
+import sys, os
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from vmtest import Guest, Kernel, boot, check, main, nested, nested_result
+
+
+def test():
+    kernel = Kernel()
+    l2 = Guest("nested-l2", """
+uname -r
+grep -q hypervisor /proc/cpuinfo
+""", kernel=kernel)
+    l1 = nested("""
+test -c /dev/kvm
+test "$(cat /sys/module/kvm_amd/parameters/nested)" = 1
+run_l2
+""", l2)
+    r1 = boot(l1, timeout=300)
+    check(r1.outcome == "pass", "level 1: " + r1.describe())
+    r2 = nested_result(r1, "nested-l2")
+    check(r2.outcome == "pass", "level 2: " + r2.describe())
+    reported = r2.text().split()
+    check(reported and reported[0] == kernel.kver,
+          "level 2 reported %r, expected %s" % (reported[:1], kernel.kver))
+    check("Hypervisor detected: KVM" in r2.console,
+          "level 2 did not run under KVM")
+    print("level 2 ran %s under KVM inside level 1" % kernel.kver)
+
+
+main(test)
