@@ -71,9 +71,13 @@ def run_one(tier, path, timeout, logroot, env):
     logfile = os.path.join(logroot, name + ".log")
     env = dict(env, SIVSHM_LOGDIR=logdir)
     start = time.monotonic()
+    hold = bool(os.environ.get("SIVSHM_VM_HOLD"))
+    if hold:
+        timeout = None      # a held guest is the developer's, on the terminal
     with open(logfile, "wb") as log:
-        proc = subprocess.Popen([path], stdout=log, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
+        proc = subprocess.Popen([path], stdout=None if hold else log,
+                                stderr=None if hold else subprocess.STDOUT,
+                                env=env, start_new_session=not hold)
         try:
             status = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
