@@ -44,8 +44,10 @@ pkgs="build-essential autoconf automake libtool pkg-config dpkg-dev git
 # our QEMU (a minimal x86_64-softmmu build from Debian's source)
 pkgs="$pkgs ninja-build meson python3 libglib2.0-dev libpixman-1-dev
 	zlib1g-dev libfdt-dev"
-# the VM test harness: initramfs, guest firmware, in-tree module handling
-pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu"
+# the VM test harness: initramfs, guest firmware, in-tree module handling;
+# linux-source for checkpatch.pl
+pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu
+	linux-source-6.1"
 
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $pkgs

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Nested mode: level 1 loads kvm_amd, runs our QEMU with -enable-kvm and
-boots level 2, whose kernel version comes back through level 1."""
+boots level 2, whose kernel version comes back through level 1.
+
+Level 1 is the host of the PiBooster tests: q35 with a split irqchip, an
+emulated VT-d IOMMU (interrupt remapping, caching mode) and an edu device
+that sits alone in its IOMMU group; this test asserts that setup too."""
 
 import sys, os
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -16,8 +20,16 @@ grep -q hypervisor /proc/cpuinfo
     l1 = nested("""
 test -c /dev/kvm
 test "$(cat /sys/module/kvm_amd/parameters/nested)" = 1
+test -e /sys/class/iommu/dmar0
+edu=$(grep -l 0x11e8 /sys/bus/pci/devices/*/device)
+edu=${edu%/device}
+test "$(ls "$edu/iommu_group/devices")" = "${edu##*/}"
+echo "edu ${edu##*/} alone in IOMMU group $(basename "$(readlink "$edu/iommu_group")")"
 run_l2
-""", l2)
+""", l2, l1_machine="q35,kernel-irqchip=split",
+                l1_args=["-device", "intel-iommu,intremap=on,caching-mode=on",
+                         "-device", "edu"],
+                cmdline="intel_iommu=on")
     r1 = boot(l1, timeout=300)
     check(r1.outcome == "pass", "level 1: " + r1.describe())
     r2 = nested_result(r1, "nested-l2")

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Every kernel module source file passes the kernel's checkpatch.pl --strict.
+# checkpatch comes from Debian's linux-source-6.1 (the tarball); the three
+# files it needs are extracted once into $SIVSHM_CACHE/checkpatch/<version>.
+set -eu
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+if [ -n "${SIVSHM_CACHE:-}" ]; then
+	cache=$SIVSHM_CACHE
+elif [ "$(id -u)" -eq 0 ]; then
+	cache=/var/cache/sivshm-kvm
+else
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sivshm-kvm
+fi
+
+tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n 1)
+if [ -z "$tarball" ]; then
+	echo "SKIP: no /usr/src/linux-source-*.tar.xz (apt-get install linux-source-6.1)"
+	[ -n "${CI:-}" ] && exit 1
+	exit 77
+fi
+version=$(dpkg-query -W -f '${Version}' "$(basename "$tarball" .tar.xz)" 2>/dev/null || echo unknown)
+dir=$cache/checkpatch/$version
+if [ ! -e "$dir/.complete" ]; then
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	src=$(basename "$tarball" .tar.xz)
+	tar -xJf "$tarball" -C "$dir" --strip-components=2 \
+		"$src/scripts/checkpatch.pl" "$src/scripts/spelling.txt" \
+		"$src/scripts/const_structs.checkpatch"
+	touch "$dir/.complete"
+fi
+
+files=$(cd "$top" && find tests/vm/modules guest-modules kvm-pagetype \
+	-path kvm-pagetype/qemu -prune -o \( -name '*.c' -o -name '*.h' \) \
+	-print 2>/dev/null | grep -v '\.mod\.c$' | sort)
+[ -n "$files" ] || { echo "no module sources found"; exit 1; }
+
+status=0
+for f in $files; do
+	if ! out=$(cd "$top" && perl "$dir/checkpatch.pl" --no-tree --strict \
+		--quiet --show-types -f "$f"); then
+		echo "$out"
+		status=1
+	else
+		echo "checkpatch clean: $f"
+	fi
+done
+exit $status
