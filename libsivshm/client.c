@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "server.h"
+
+int proto_client_connect(const char *path, int timeout_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int64_t deadline = proto_now_ms() + timeout_ms;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		err = errno;
+		close(fd);
+		if (err != ENOENT && err != ECONNREFUSED && err != EAGAIN)
+			return -err;
+		if (proto_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		usleep(20000);
+	}
+}
+
+static int check_welcome(const struct proto_msg *msg, uint32_t id,
+			 uint32_t nvectors, const int *fds, const char **why)
+{
+	struct stat st;
+
+	if (msg->welcome.id != id || msg->welcome.nvectors != nvectors) {
+		*why = "WELCOME for another id or vector count";
+		return -EPROTO;
+	}
+	if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != msg->welcome.slice_size) {
+		*why = "slot fd is not a file of the slice size";
+		return -EPROTO;
+	}
+	for (uint32_t v = 0; v < nvectors; v++) {
+		if (!proto_fd_is_eventfd(fds[1 + v])) {
+			*why = "an fd from the mapper is not an eventfd";
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
+int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
+		       const int *efds, int timeout_ms,
+		       struct proto_msg *welcome, int *fds,
+		       char *reason, size_t reason_len)
+{
+	struct proto_msg hello = {
+		.version = PROTO_VERSION,
+		.type = PROTO_HELLO,
+		.hello = { .id = id, .nvectors = nvectors },
+	};
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	uint8_t buf[PROTO_BUF_SIZE];
+	const char *why = "";
+	unsigned int nfds;
+	int n, err;
+
+	if (reason_len)
+		reason[0] = '\0';
+	err = proto_send(sock, &hello, efds);
+	if (err)
+		return err;
+	n = poll(&pfd, 1, timeout_ms);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
+	n = proto_recv(sock, buf, fds, &nfds);
+	if (n == 0)
+		return -ECONNRESET;
+	if (n < 0)
+		return n;
+	err = proto_decode(buf, n, nfds, welcome, &why);
+	if (!err && welcome->type == PROTO_REFUSE) {
+		snprintf(reason, reason_len, "%s", welcome->refuse.reason);
+		return -proto_refusal_errno(welcome->refuse.code);
+	}
+	if (!err && welcome->type != PROTO_WELCOME) {
+		why = "expected WELCOME";
+		err = -EPROTO;
+	}
+	if (!err)
+		err = check_welcome(welcome, id, nvectors, fds, &why);
+	if (err) {
+		proto_close_fds(fds, nfds);
+		snprintf(reason, reason_len, "%s", why);
+		return err;
+	}
+	return 0;
+}

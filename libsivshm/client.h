@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reducer's side of the SIVSHM handshake, shared by libsivshm's host
+ * backend and the QEMU device.
+ */
+#ifndef SIVSHM_CLIENT_H
+#define SIVSHM_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/*
+ * Connect to the mapper's socket at @path, retrying while it does not exist
+ * or nobody listens, for at most @timeout_ms.  Returns the socket or -errno
+ * (-ETIMEDOUT when the mapper never appeared).
+ */
+int proto_client_connect(const char *path, int timeout_ms);
+
+/*
+ * Say HELLO as reducer @id with @nvectors eventfds @efds and wait at most
+ * @timeout_ms for the answer.  On WELCOME returns 0 with @welcome filled and
+ * @fds[0] the slot fd (checked: a regular file of exactly slice_size bytes)
+ * and @fds[1..nvectors] the mapper's eventfds (checked).  On REFUSE returns
+ * the matching -errno with the mapper's reason copied into @reason.
+ */
+int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
+		       const int *efds, int timeout_ms,
+		       struct proto_msg *welcome, int *fds,
+		       char *reason, size_t reason_len);
+
+#endif

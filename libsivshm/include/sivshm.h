@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libsivshm: secure sliced inter-VM shared memory.
+ *
+ * One mapper (id 0) and reducers 1..N share a region cut into N + 1 equal
+ * slots.  The mapper reaches every slot; reducer j reaches slot j only.
+ * Peers interrupt each other through eventfds exchanged directly between
+ * them at connection time (no distributor).  Every function returns 0 (or a
+ * non-negative value) on success and a negative errno on failure.
+ */
+#ifndef LIBSIVSHM_H
+#define LIBSIVSHM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIVSHM_MAPPER		0
+
+/* sivshm_mapper_opts.flags and sivshm_reducer_open() flags */
+#define SIVSHM_MLOCK		(1U << 0)	/* lock the memory (mlock) */
+#define SIVSHM_PERSIST		(1U << 1)	/* unlink=off: keep the slot files */
+
+struct sivshm;
+
+struct sivshm_mapper_opts {
+	const char *socket_path;	/* where reducers connect */
+	const char *name;		/* the shared-memory id */
+	uint64_t size;			/* total bytes, cut into nreducers + 1 slots */
+	uint32_t nreducers;		/* 1..63 */
+	uint32_t nvectors;		/* interrupt vectors per peer, 1..16 */
+	uint32_t flags;
+	const char *dir;		/* tmpfs/hugetlbfs directory; NULL: memfds */
+};
+
+struct sivshm_info {
+	uint32_t id;			/* 0 for the mapper */
+	uint32_t nreducers;
+	uint32_t nvectors;
+	uint32_t flags;
+	uint64_t region_size;		/* (nreducers + 1) * slice_size */
+	uint64_t slice_size;
+};
+
+int sivshm_mapper_open(struct sivshm **out,
+		       const struct sivshm_mapper_opts *opts);
+int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
+			uint32_t id, uint32_t nvectors, uint32_t flags,
+			int timeout_ms);
+void sivshm_close(struct sivshm *sh);
+
+int sivshm_get_info(struct sivshm *sh, struct sivshm_info *info);
+/* Slot @id's memory, or NULL where this peer cannot reach it. */
+void *sivshm_slot(struct sivshm *sh, uint32_t id);
+/* Bitmap of connected peers: reducers for the mapper, bit 0 for a reducer. */
+int sivshm_peers(struct sivshm *sh, uint64_t *bitmap);
+/* Wait until every peer of @mask is connected. */
+int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms);
+
+/* Interrupt @vector of @peer (the mapper names a reducer; a reducer, 0). */
+int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector);
+/*
+ * Wait at most @timeout_ms (-1: forever) for an interrupt on @vector and
+ * consume it; *@peer (may be NULL) says who rang.  -ETIMEDOUT if none came.
+ */
+int sivshm_wait(struct sivshm *sh, uint32_t vector, int timeout_ms,
+		uint32_t *peer);
+/* An fd, readable when @peer rings @vector, for epoll; read 8 bytes to ack. */
+int sivshm_eventfd(struct sivshm *sh, uint32_t peer, uint32_t vector);
+
+typedef void (*sivshm_callback)(struct sivshm *sh, uint32_t peer,
+				uint32_t vector, void *arg);
+/*
+ * Call @cb from a library thread for each interrupt (NULL stops it).  While
+ * a callback is set, sivshm_wait() is -EBUSY.
+ */
+int sivshm_set_callback(struct sivshm *sh, sivshm_callback cb, void *arg);
+
+/*
+ * Polling mode.  Each reducer slot starts with a mailbox: a request line the
+ * mapper writes and a response line the reducer writes, each published by a
+ * sequence number stored with release semantics, so whatever was written to
+ * the slot before the post is visible once the wait sees the sequence.
+ */
+#define SIVSHM_MBOX_WORDS	7
+#define SIVSHM_MBOX_SIZE	128	/* data may start at this offset */
+
+struct sivshm_mbox {
+	uint64_t req_seq;
+	uint64_t req[SIVSHM_MBOX_WORDS];
+	uint64_t resp_seq;
+	uint64_t resp[SIVSHM_MBOX_WORDS];
+};
+
+void sivshm_mbox_post_request(struct sivshm_mbox *mb, uint64_t seq,
+			      const uint64_t req[SIVSHM_MBOX_WORDS]);
+int sivshm_mbox_wait_request(struct sivshm_mbox *mb, uint64_t seq,
+			     int timeout_ms, uint64_t req[SIVSHM_MBOX_WORDS]);
+void sivshm_mbox_post_response(struct sivshm_mbox *mb, uint64_t seq,
+			       const uint64_t resp[SIVSHM_MBOX_WORDS]);
+int sivshm_mbox_wait_response(struct sivshm_mbox *mb, uint64_t seq,
+			      int timeout_ms,
+			      uint64_t resp[SIVSHM_MBOX_WORDS]);
+
+/*
+ * Diagnostics (refusals, departures, mlock failures) go to stderr, or to
+ * @fn; NULL restores stderr.
+ */
+typedef void (*sivshm_logger)(const char *msg);
+void sivshm_set_logger(sivshm_logger fn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "region.h"
+
+static int slot_path(char *buf, size_t len, const char *dir, const char *name,
+		     uint32_t j)
+{
+	int n = snprintf(buf, len, "%s/%s.slot%u", dir, name, j);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int slot_memfd(const struct sivshm_geometry *geo, const char *name,
+		      uint32_t j)
+{
+	char label[64];
+	int fd, err;
+
+	snprintf(label, sizeof(label), "sivshm-%s-%u", name, j);
+	fd = memfd_create(label, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, geo->slice_size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int slot_file(const struct sivshm_geometry *geo, const char *path,
+		     int persist)
+{
+	struct stat st;
+	int fd, err;
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		goto err_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto err_close;
+	}
+	if (st.st_size == 0 && ftruncate(fd, geo->slice_size) < 0) {
+		err = -errno;
+		goto err_close;
+	}
+	if (st.st_size != 0 && (uint64_t)st.st_size != geo->slice_size) {
+		/* Reattaching a region of another geometry. */
+		err = -EINVAL;
+		goto err_close;
+	}
+	if (!persist)
+		unlink(path);
+	return fd;
+
+err_close:
+	close(fd);
+	return err;
+}
+
+int sivshm_region_open(struct sivshm_region *rg,
+		       const struct sivshm_geometry *geo, const char *name,
+		       const char *dir, int persist)
+{
+	char path[PATH_MAX];
+	uint32_t j;
+	int err;
+
+	memset(rg, 0, sizeof(*rg));
+	for (j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
+		rg->fd[j] = -1;
+	rg->geo = *geo;
+	if (!name || !*name || strchr(name, '/'))
+		return -EINVAL;
+
+	for (j = 0; j <= geo->nreducers; j++) {
+		if (dir) {
+			err = slot_path(path, sizeof(path), dir, name, j);
+			if (!err)
+				err = slot_file(geo, path, persist);
+		} else {
+			err = slot_memfd(geo, name, j);
+		}
+		if (err < 0)
+			goto err_close;
+		rg->fd[j] = err;
+	}
+	return 0;
+
+err_close:
+	sivshm_region_close(rg, name, dir, 0);
+	return err;
+}
+
+int sivshm_region_map(struct sivshm_region *rg, int lock)
+{
+	const struct sivshm_geometry *geo = &rg->geo;
+	uint8_t *base;
+	int err;
+
+	/* Reserve the whole range, then put each slot in its place. */
+	base = mmap(NULL, geo->region_size, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	for (uint32_t j = 0; j <= geo->nreducers; j++) {
+		void *p = mmap(base + sivshm_slot_offset(geo, j),
+			       geo->slice_size, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_FIXED, rg->fd[j], 0);
+
+		if (p == MAP_FAILED) {
+			err = -errno;
+			goto err_unmap;
+		}
+	}
+	if (lock && mlock(base, geo->region_size) < 0) {
+		err = -errno;
+		goto err_unmap;
+	}
+	rg->base = base;
+	return 0;
+
+err_unmap:
+	munmap(base, geo->region_size);
+	return err;
+}
+
+void sivshm_region_close(struct sivshm_region *rg, const char *name,
+			 const char *dir, int remove_files)
+{
+	char path[PATH_MAX];
+
+	if (rg->base)
+		munmap(rg->base, rg->geo.region_size);
+	rg->base = NULL;
+	for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++) {
+		if (rg->fd[j] < 0)
+			continue;
+		close(rg->fd[j]);
+		rg->fd[j] = -1;
+		if (dir && remove_files &&
+		    !slot_path(path, sizeof(path), dir, name, j))
+			unlink(path);
+	}
+}

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The mapper's side of the SIVSHM handshake.  No distributor: each reducer
+ * connects here, proves nothing but a free id in range and a well-formed
+ * HELLO carrying its eventfds, and gets back the fd of its own slot and the
+ * mapper's eventfds for it.  Whatever else arrives is refused with a logged
+ * reason and never disturbs the connected peers.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+int64_t proto_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void server_log(struct proto_server *srv, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!srv->log)
+		return;
+	va_start(ap, fmt);
+	srv->log(srv->opaque, fmt, ap);
+	va_end(ap);
+}
+
+int proto_server_init(struct proto_server *srv,
+		      const struct sivshm_geometry *geo, uint32_t nvectors,
+		      const int *slot_fd)
+{
+	uint32_t j, v;
+	int err;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->listen_fd = -1;
+	for (j = 0; j <= SIVSHM_MAX_REDUCERS; j++) {
+		srv->peer[j].conn = -1;
+		for (v = 0; v < SIVSHM_MAX_VECTORS; v++) {
+			srv->peer[j].in_fd[v] = -1;
+			srv->peer[j].out_fd[v] = -1;
+		}
+	}
+	for (j = 0; j < PROTO_MAX_PENDING; j++)
+		srv->pending[j].conn = -1;
+	if (nvectors < 1 || nvectors > SIVSHM_MAX_VECTORS)
+		return -EINVAL;
+	srv->geo = *geo;
+	srv->nvectors = nvectors;
+	srv->slot_fd = slot_fd;
+	srv->hello_timeout_ms = PROTO_HELLO_TIMEOUT_MS;
+
+	for (j = 1; j <= geo->nreducers; j++) {
+		for (v = 0; v < nvectors; v++) {
+			int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+			if (fd < 0) {
+				err = -errno;
+				proto_server_fini(srv);
+				return err;
+			}
+			srv->peer[j].in_fd[v] = fd;
+		}
+	}
+	return 0;
+}
+
+int proto_server_listen(struct proto_server *srv, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int probe;
+
+		if (errno != EADDRINUSE) {
+			err = -errno;
+			goto err_close;
+		}
+		/* Replace a socket file only if nobody answers on it. */
+		probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (probe < 0) {
+			err = -errno;
+			goto err_close;
+		}
+		if (connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0 ||
+		    errno != ECONNREFUSED) {
+			close(probe);
+			err = -EADDRINUSE;
+			goto err_close;
+		}
+		close(probe);
+		unlink(path);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			err = -errno;
+			goto err_close;
+		}
+	}
+	if (listen(fd, SIVSHM_MAX_REDUCERS + PROTO_MAX_PENDING) < 0) {
+		err = -errno;
+		goto err_close;
+	}
+	srv->listen_fd = fd;
+	return 0;
+
+err_close:
+	close(fd);
+	return err;
+}
+
+static void server_refuse(struct proto_server *srv, int conn, uint32_t code,
+			  const char *why)
+{
+	struct proto_msg msg = {
+		.version = PROTO_VERSION,
+		.type = PROTO_REFUSE,
+		.refuse.code = code,
+	};
+
+	snprintf(msg.refuse.reason, sizeof(msg.refuse.reason), "%s", why);
+	server_log(srv, "refused a peer: %s", why);
+	/* Best effort: a peer that does not read its refusal loses nothing. */
+	proto_send(conn, &msg, NULL);
+	close(conn);
+}
+
+static void peer_drop(struct proto_server *srv, uint32_t id, const char *why)
+{
+	struct proto_peer *p = &srv->peer[id];
+
+	server_log(srv, "reducer %u left: %s", id, why);
+	close(p->conn);
+	p->conn = -1;
+	proto_close_fds(p->out_fd, srv->nvectors);
+	if (srv->peer_changed)
+		srv->peer_changed(srv->opaque, id, 0);
+}
+
+static void pending_free(struct proto_pending *pend, int close_conn)
+{
+	if (close_conn)
+		close(pend->conn);
+	pend->conn = -1;
+}
+
+/* Check a HELLO against the mapper's state; returns a refusal code or 0. */
+static uint32_t hello_check(struct proto_server *srv,
+			    const struct proto_msg *msg, const int *fds,
+			    const char **why)
+{
+	uint32_t id = msg->hello.id;
+
+	if (msg->type != PROTO_HELLO) {
+		*why = "expected HELLO";
+		return PROTO_E_MALFORMED;
+	}
+	if (id == 0 || id > srv->geo.nreducers) {
+		*why = "reducer id out of range";
+		return PROTO_E_ID_RANGE;
+	}
+	if (srv->peer[id].conn >= 0) {
+		*why = "a reducer with this id is connected";
+		return PROTO_E_ID_BUSY;
+	}
+	if (msg->hello.nvectors != srv->nvectors) {
+		*why = "vector count differs from the mapper's";
+		return PROTO_E_VECTORS;
+	}
+	for (uint32_t v = 0; v < msg->hello.nvectors; v++) {
+		if (!proto_fd_is_eventfd(fds[v])) {
+			*why = "an fd is not an eventfd";
+			return PROTO_E_FDS;
+		}
+	}
+	return 0;
+}
+
+static void server_hello(struct proto_server *srv,
+			 struct proto_pending *pend)
+{
+	uint8_t buf[PROTO_BUF_SIZE];
+	int fds[PROTO_MAX_FDS], wfds[PROTO_MAX_FDS];
+	struct proto_msg msg, welcome;
+	const char *why = "";
+	unsigned int nfds;
+	uint32_t code, id, v;
+	int n, err;
+
+	n = proto_recv(pend->conn, buf, fds, &nfds);
+	if (n == -EAGAIN)
+		return;
+	if (n == 0) {
+		server_log(srv, "a peer hung up before HELLO");
+		pending_free(pend, 1);
+		return;
+	}
+	if (n < 0) {
+		server_refuse(srv, pend->conn,
+			      n == -ETOOMANYREFS ? PROTO_E_FDS : PROTO_E_MALFORMED,
+			      n == -EMSGSIZE ? "oversized message" :
+			      n == -ETOOMANYREFS ? "too many fds" :
+			      "bad ancillary data");
+		pending_free(pend, 0);
+		return;
+	}
+
+	err = proto_decode(buf, n, nfds, &msg, &why);
+	if (err == -EPROTONOSUPPORT)
+		code = PROTO_E_VERSION;
+	else if (err == -EBADF)
+		code = PROTO_E_FDS;
+	else if (err)
+		code = PROTO_E_MALFORMED;
+	else
+		code = hello_check(srv, &msg, fds, &why);
+	if (code) {
+		proto_close_fds(fds, nfds);
+		server_refuse(srv, pend->conn, code, why);
+		pending_free(pend, 0);
+		return;
+	}
+
+	id = msg.hello.id;
+	welcome = (struct proto_msg) {
+		.version = PROTO_VERSION,
+		.type = PROTO_WELCOME,
+		.welcome = {
+			.id = id,
+			.nreducers = srv->geo.nreducers,
+			.region_size = srv->geo.region_size,
+			.slice_size = srv->geo.slice_size,
+			.slot_offset = sivshm_slot_offset(&srv->geo, id),
+			.nvectors = srv->nvectors,
+		},
+	};
+	wfds[0] = srv->slot_fd[id];
+	for (v = 0; v < srv->nvectors; v++)
+		wfds[1 + v] = srv->peer[id].in_fd[v];
+	err = proto_send(pend->conn, &welcome, wfds);
+	if (err) {
+		server_log(srv, "reducer %u: sending WELCOME failed: %s", id,
+			   strerror(-err));
+		proto_close_fds(fds, nfds);
+		pending_free(pend, 1);
+		return;
+	}
+
+	srv->peer[id].conn = pend->conn;
+	memcpy(srv->peer[id].out_fd, fds, sizeof(int) * srv->nvectors);
+	pending_free(pend, 0);
+	server_log(srv, "reducer %u connected", id);
+	if (srv->peer_changed)
+		srv->peer_changed(srv->opaque, id, 1);
+}
+
+/* A connected reducer never speaks again: data or hang-up ends it. */
+static void server_peer_event(struct proto_server *srv, uint32_t id,
+			      short revents)
+{
+	uint8_t buf[PROTO_BUF_SIZE];
+	int fds[PROTO_MAX_FDS];
+	unsigned int nfds;
+	int n;
+
+	if (!(revents & POLLIN)) {
+		peer_drop(srv, id, "connection closed");
+		return;
+	}
+	n = proto_recv(srv->peer[id].conn, buf, fds, &nfds);
+	if (n == -EAGAIN)
+		return;
+	proto_close_fds(fds, n > 0 ? nfds : 0);
+	peer_drop(srv, id, n == 0 ? "connection closed" :
+		  "unexpected message after the handshake");
+}
+
+static void server_accept(struct proto_server *srv)
+{
+	/* Bounded, so a connection flood cannot starve the other fds. */
+	for (int i = 0; i <= PROTO_MAX_PENDING; i++) {
+		struct proto_pending *pend = NULL;
+		int conn;
+
+		conn = accept4(srv->listen_fd, NULL, NULL,
+			       SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (conn < 0) {
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				server_log(srv, "accept: %s", strerror(errno));
+			return;
+		}
+		for (int k = 0; k < PROTO_MAX_PENDING; k++) {
+			if (srv->pending[k].conn < 0) {
+				pend = &srv->pending[k];
+				break;
+			}
+		}
+		if (!pend) {
+			server_refuse(srv, conn, PROTO_E_BUSY,
+				      "too many handshakes in progress");
+			continue;
+		}
+		pend->conn = conn;
+		pend->deadline_ms = proto_now_ms() + srv->hello_timeout_ms;
+	}
+}
+
+unsigned int proto_server_pollfds(struct proto_server *srv,
+				  struct pollfd *pfd)
+{
+	unsigned int n = 0;
+
+	for (int k = 0; k < PROTO_MAX_PENDING; k++) {
+		if (srv->pending[k].conn >= 0)
+			pfd[n++] = (struct pollfd) {
+				.fd = srv->pending[k].conn, .events = POLLIN,
+			};
+	}
+	for (uint32_t j = 1; j <= srv->geo.nreducers; j++) {
+		if (srv->peer[j].conn >= 0)
+			pfd[n++] = (struct pollfd) {
+				.fd = srv->peer[j].conn, .events = POLLIN,
+			};
+	}
+	if (srv->listen_fd >= 0)
+		pfd[n++] = (struct pollfd) {
+			.fd = srv->listen_fd, .events = POLLIN,
+		};
+	return n;
+}
+
+int proto_server_timeout(const struct proto_server *srv)
+{
+	int64_t now = proto_now_ms(), next = -1;
+
+	for (int k = 0; k < PROTO_MAX_PENDING; k++) {
+		const struct proto_pending *pend = &srv->pending[k];
+
+		if (pend->conn < 0)
+			continue;
+		if (next < 0 || pend->deadline_ms - now < next)
+			next = pend->deadline_ms - now;
+	}
+	if (next < 0)
+		return next == -1 ? -1 : 0;
+	return next > 0x7fffffff ? 0x7fffffff : (int)next;
+}
+
+void proto_server_dispatch(struct proto_server *srv, const struct pollfd *pfd,
+			   unsigned int n)
+{
+	int accept_ready = 0;
+	int64_t now;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (!pfd[i].revents)
+			continue;
+		if (pfd[i].fd == srv->listen_fd) {
+			accept_ready = 1;
+			continue;
+		}
+		for (int k = 0; k < PROTO_MAX_PENDING; k++) {
+			if (srv->pending[k].conn == pfd[i].fd) {
+				server_hello(srv, &srv->pending[k]);
+				goto next;
+			}
+		}
+		for (uint32_t j = 1; j <= srv->geo.nreducers; j++) {
+			if (srv->peer[j].conn == pfd[i].fd) {
+				server_peer_event(srv, j, pfd[i].revents);
+				break;
+			}
+		}
+next:
+		;
+	}
+
+	now = proto_now_ms();
+	for (int k = 0; k < PROTO_MAX_PENDING; k++) {
+		struct proto_pending *pend = &srv->pending[k];
+
+		if (pend->conn >= 0 && now >= pend->deadline_ms) {
+			server_log(srv, "dropped a peer that sent no HELLO in %d ms",
+				   srv->hello_timeout_ms);
+			pending_free(pend, 1);
+		}
+	}
+	/* Last, so a new connection cannot reuse an fd handled above. */
+	if (accept_ready)
+		server_accept(srv);
+}
+
+int proto_server_notify(struct proto_server *srv, uint32_t id,
+			uint32_t vector)
+{
+	uint64_t one = 1;
+	int fd;
+
+	if (id == 0 || id > srv->geo.nreducers || vector >= srv->nvectors)
+		return -EINVAL;
+	fd = srv->peer[id].out_fd[vector];
+	if (srv->peer[id].conn < 0 || fd < 0)
+		return -ENOTCONN;
+	if (write(fd, &one, sizeof(one)) != sizeof(one))
+		return errno == EAGAIN ? 0 : -errno;	/* counter saturated: still rung */
+	return 0;
+}
+
+uint64_t proto_server_peers(const struct proto_server *srv)
+{
+	uint64_t map = 0;
+
+	for (uint32_t j = 1; j <= srv->geo.nreducers; j++)
+		if (srv->peer[j].conn >= 0)
+			map |= 1ULL << j;
+	return map;
+}
+
+void proto_server_fini(struct proto_server *srv)
+{
+	for (int k = 0; k < PROTO_MAX_PENDING; k++)
+		if (srv->pending[k].conn >= 0)
+			pending_free(&srv->pending[k], 1);
+	for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++) {
+		struct proto_peer *p = &srv->peer[j];
+
+		if (p->conn >= 0)
+			close(p->conn);
+		p->conn = -1;
+		proto_close_fds(p->out_fd, SIVSHM_MAX_VECTORS);
+		proto_close_fds(p->in_fd, SIVSHM_MAX_VECTORS);
+	}
+	if (srv->listen_fd >= 0)
+		close(srv->listen_fd);
+	srv->listen_fd = -1;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mapper's side of the handshake: listens, welcomes reducers, refuses
+ * everything else, and tracks who is connected.  It owns no thread and no
+ * event loop: the owner polls the fds proto_server_pollfds() lists and hands
+ * the results to proto_server_dispatch().  libsivshm runs that in a thread;
+ * the QEMU device in its main loop.
+ */
+#ifndef SIVSHM_SERVER_H
+#define SIVSHM_SERVER_H
+
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "geometry.h"
+#include "proto.h"
+
+/* Handshakes in progress at once; more connections are refused. */
+#define PROTO_MAX_PENDING	16
+/* A connection that sends no HELLO in this time is dropped. */
+#define PROTO_HELLO_TIMEOUT_MS	2000
+/* Enough pollfds for the listener, the pending and the connected peers. */
+#define PROTO_MAX_POLLFDS	(1 + PROTO_MAX_PENDING + SIVSHM_MAX_REDUCERS)
+
+struct proto_peer {
+	int conn;			/* -1 while the reducer is away */
+	int in_fd[SIVSHM_MAX_VECTORS];	/* the peer rings these; kept across reconnects */
+	int out_fd[SIVSHM_MAX_VECTORS];	/* the peer's own; we ring them */
+};
+
+struct proto_pending {
+	int conn;			/* -1 if the entry is free */
+	int64_t deadline_ms;
+};
+
+struct proto_server {
+	struct sivshm_geometry geo;
+	uint32_t nvectors;
+	int listen_fd;
+	int hello_timeout_ms;
+	const int *slot_fd;		/* nreducers + 1 fds, owned by the caller */
+	struct proto_peer peer[SIVSHM_MAX_REDUCERS + 1];	/* [0] unused */
+	struct proto_pending pending[PROTO_MAX_PENDING];
+	/* Called on a reducer's arrival (connected = 1) and departure. */
+	void (*peer_changed)(void *opaque, uint32_t id, int connected);
+	/* Every refusal and drop is logged with its reason. */
+	void (*log)(void *opaque, const char *fmt, va_list ap);
+	void *opaque;
+};
+
+/*
+ * Set up @srv for @geo with @nvectors vectors per peer; @slot_fd[j] is the
+ * fd handed to reducer j.  Creates the mapper's eventfds.  Returns 0 or -errno.
+ */
+int proto_server_init(struct proto_server *srv,
+		      const struct sivshm_geometry *geo, uint32_t nvectors,
+		      const int *slot_fd);
+
+/*
+ * Listen on the unix socket @path.  A stale socket file nobody listens on is
+ * replaced; a live one is -EADDRINUSE.
+ */
+int proto_server_listen(struct proto_server *srv, const char *path);
+
+/* Fill @pfd (PROTO_MAX_POLLFDS entries); returns how many are used. */
+unsigned int proto_server_pollfds(struct proto_server *srv,
+				  struct pollfd *pfd);
+
+/* Milliseconds until the next handshake deadline, or -1 if none. */
+int proto_server_timeout(const struct proto_server *srv);
+
+/* Act on the revents of @pfd (as filled by proto_server_pollfds). */
+void proto_server_dispatch(struct proto_server *srv, const struct pollfd *pfd,
+			   unsigned int n);
+
+/* Ring @vector of reducer @id.  -ENOTCONN if it is away. */
+int proto_server_notify(struct proto_server *srv, uint32_t id,
+			uint32_t vector);
+
+/* Bitmap of connected reducers (bit j for reducer j). */
+uint64_t proto_server_peers(const struct proto_server *srv);
+
+/* Close every connection and eventfd (not the slot fds, nor the socket file). */
+void proto_server_fini(struct proto_server *srv);
+
+int64_t proto_now_ms(void);
+
+#endif

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libsivshm's host-process backend: the mapper and the reducers are
+ * processes on one host, speaking the same protocol as the QEMU device.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "log.h"
+#include "region.h"
+#include "server.h"
+#include "sivshm.h"
+
+struct sivshm {
+	uint32_t id;
+	uint32_t flags;
+	uint32_t nvectors;
+	struct sivshm_geometry geo;
+	pthread_mutex_t lock;
+	pthread_cond_t peers_changed;
+
+	/* mapper */
+	struct sivshm_region region;
+	struct proto_server srv;
+	char *name;
+	char *dir;
+	pthread_t server_thread;
+	int server_stop;		/* eventfd; -1 when no thread runs */
+
+	/* reducer */
+	int sock;
+	void *slot;
+	int own_fd[SIVSHM_MAX_VECTORS];		/* the mapper rings these */
+	int mapper_fd[SIVSHM_MAX_VECTORS];	/* we ring these */
+
+	/* callback mode */
+	sivshm_callback cb;
+	void *cb_arg;
+	pthread_t cb_thread;
+	int cb_stop;			/* eventfd; -1 when no thread runs */
+};
+
+static void server_log(void *opaque, const char *fmt, va_list ap)
+{
+	(void)opaque;
+	sivshm_vlog(fmt, ap);
+}
+
+static void peer_changed(void *opaque, uint32_t id, int connected)
+{
+	struct sivshm *sh = opaque;
+
+	(void)id;
+	(void)connected;
+	pthread_cond_broadcast(&sh->peers_changed);	/* lock held by dispatch */
+}
+
+static void *server_thread(void *arg)
+{
+	struct sivshm *sh = arg;
+	struct pollfd pfd[PROTO_MAX_POLLFDS + 1];
+
+	for (;;) {
+		unsigned int n;
+		int timeout;
+
+		pthread_mutex_lock(&sh->lock);
+		n = proto_server_pollfds(&sh->srv, pfd);
+		timeout = proto_server_timeout(&sh->srv);
+		pthread_mutex_unlock(&sh->lock);
+		pfd[n] = (struct pollfd) { .fd = sh->server_stop, .events = POLLIN };
+		if (poll(pfd, n + 1, timeout) < 0 && errno != EINTR)
+			sivshm_log("mapper: poll: %s", strerror(errno));
+		if (pfd[n].revents)
+			break;
+		pthread_mutex_lock(&sh->lock);
+		proto_server_dispatch(&sh->srv, pfd, n);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return NULL;
+}
+
+static struct sivshm *handle_new(uint32_t id, uint32_t nvectors,
+				 uint32_t flags)
+{
+	struct sivshm *sh = calloc(1, sizeof(*sh));
+
+	if (!sh)
+		return NULL;
+	sh->id = id;
+	sh->nvectors = nvectors;
+	sh->flags = flags;
+	sh->sock = -1;
+	sh->server_stop = -1;
+	sh->cb_stop = -1;
+	for (int v = 0; v < SIVSHM_MAX_VECTORS; v++)
+		sh->own_fd[v] = sh->mapper_fd[v] = -1;
+	for (int j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
+		sh->region.fd[j] = -1;
+	pthread_mutex_init(&sh->lock, NULL);
+	pthread_cond_init(&sh->peers_changed, NULL);
+	return sh;
+}
+
+static void log_mlock_failure(uint64_t bytes, int err)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		sivshm_log("mlock of %llu bytes failed (%s): RLIMIT_MEMLOCK is "
+			   "%llu bytes; raise it (ulimit -l) or do not ask for "
+			   "SIVSHM_MLOCK", (unsigned long long)bytes,
+			   strerror(-err), (unsigned long long)rl.rlim_cur);
+	else
+		sivshm_log("mlock of %llu bytes failed (%s) under RLIMIT_MEMLOCK",
+			   (unsigned long long)bytes, strerror(-err));
+}
+
+int sivshm_mapper_open(struct sivshm **out,
+		       const struct sivshm_mapper_opts *opts)
+{
+	struct sivshm *sh;
+	int err;
+
+	if (!out || !opts || !opts->socket_path || !opts->name ||
+	    (opts->flags & ~(SIVSHM_MLOCK | SIVSHM_PERSIST)) ||
+	    ((opts->flags & SIVSHM_PERSIST) && !opts->dir))
+		return -EINVAL;
+	sh = handle_new(SIVSHM_MAPPER, opts->nvectors, opts->flags);
+	if (!sh)
+		return -ENOMEM;
+	err = sivshm_geometry_init(&sh->geo, opts->size, opts->nreducers,
+				   getpagesize());
+	if (err) {
+		sivshm_log("mapper: %llu bytes for %u reducers is no geometry "
+			   "(at most %u reducers, %llu bytes, a page per slot)",
+			   (unsigned long long)opts->size, opts->nreducers,
+			   SIVSHM_MAX_REDUCERS,
+			   (unsigned long long)SIVSHM_MAX_REGION);
+		goto err_free;
+	}
+	sh->name = strdup(opts->name);
+	sh->dir = opts->dir ? strdup(opts->dir) : NULL;
+	if (!sh->name || (opts->dir && !sh->dir)) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	err = sivshm_region_open(&sh->region, &sh->geo, sh->name, sh->dir,
+				 !!(opts->flags & SIVSHM_PERSIST));
+	if (err) {
+		sivshm_log("mapper: cannot create the slots of %s: %s",
+			   sh->name, strerror(-err));
+		goto err_free;
+	}
+	err = sivshm_region_map(&sh->region, !!(opts->flags & SIVSHM_MLOCK));
+	if (err) {
+		if (opts->flags & SIVSHM_MLOCK)
+			log_mlock_failure(sh->geo.region_size, err);
+		goto err_region;
+	}
+	err = proto_server_init(&sh->srv, &sh->geo, opts->nvectors,
+				sh->region.fd);
+	if (err)
+		goto err_region;
+	sh->srv.log = server_log;
+	sh->srv.peer_changed = peer_changed;
+	sh->srv.opaque = sh;
+	err = proto_server_listen(&sh->srv, opts->socket_path);
+	if (err) {
+		sivshm_log("mapper: cannot listen on %s: %s", opts->socket_path,
+			   strerror(-err));
+		goto err_server;
+	}
+	sh->server_stop = eventfd(0, EFD_CLOEXEC);
+	if (sh->server_stop < 0) {
+		err = -errno;
+		goto err_server;
+	}
+	err = -pthread_create(&sh->server_thread, NULL, server_thread, sh);
+	if (err)
+		goto err_stop;
+	*out = sh;
+	return 0;
+
+err_stop:
+	close(sh->server_stop);
+	sh->server_stop = -1;
+err_server:
+	proto_server_fini(&sh->srv);
+err_region:
+	sivshm_region_close(&sh->region, sh->name, sh->dir, 0);
+err_free:
+	free(sh->name);
+	free(sh->dir);
+	free(sh);
+	return err;
+}
+
+int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
+			uint32_t id, uint32_t nvectors, uint32_t flags,
+			int timeout_ms)
+{
+	int fds[PROTO_MAX_FDS];
+	struct proto_msg welcome;
+	char reason[PROTO_REASON_LEN];
+	struct sivshm *sh;
+	uint32_t v;
+	int err;
+
+	if (!out || !socket_path || id == SIVSHM_MAPPER ||
+	    id > SIVSHM_MAX_REDUCERS || nvectors < 1 ||
+	    nvectors > SIVSHM_MAX_VECTORS || (flags & ~SIVSHM_MLOCK))
+		return -EINVAL;
+	sh = handle_new(id, nvectors, flags);
+	if (!sh)
+		return -ENOMEM;
+	for (v = 0; v < nvectors; v++) {
+		sh->own_fd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (sh->own_fd[v] < 0) {
+			err = -errno;
+			goto err_fds;
+		}
+	}
+	sh->sock = proto_client_connect(socket_path, timeout_ms);
+	if (sh->sock < 0) {
+		err = sh->sock;
+		sivshm_log("reducer %u: cannot reach the mapper at %s: %s", id,
+			   socket_path, strerror(-err));
+		goto err_fds;
+	}
+	err = proto_client_hello(sh->sock, id, nvectors, sh->own_fd,
+				 timeout_ms, &welcome, fds, reason,
+				 sizeof(reason));
+	if (err) {
+		sivshm_log("reducer %u: handshake failed: %s%s%s", id,
+			   strerror(-err), *reason ? ": " : "", reason);
+		goto err_sock;
+	}
+	sh->geo.slice_size = welcome.welcome.slice_size;
+	sh->geo.region_size = welcome.welcome.region_size;
+	sh->geo.nreducers = welcome.welcome.nreducers;
+	sh->slot = mmap(NULL, sh->geo.slice_size, PROT_READ | PROT_WRITE,
+			MAP_SHARED, fds[0], 0);
+	err = sh->slot == MAP_FAILED ? -errno : 0;
+	close(fds[0]);		/* the mapping is all we keep of the slot */
+	for (v = 0; v < nvectors; v++)
+		sh->mapper_fd[v] = fds[1 + v];
+	if (err) {
+		sh->slot = NULL;
+		goto err_sock;
+	}
+	if ((flags & SIVSHM_MLOCK) && mlock(sh->slot, sh->geo.slice_size)) {
+		err = -errno;
+		log_mlock_failure(sh->geo.slice_size, err);
+		goto err_unmap;
+	}
+	*out = sh;
+	return 0;
+
+err_unmap:
+	munmap(sh->slot, sh->geo.slice_size);
+err_sock:
+	close(sh->sock);
+err_fds:
+	proto_close_fds(sh->own_fd, nvectors);
+	proto_close_fds(sh->mapper_fd, nvectors);
+	free(sh);
+	return err;
+}
+
+void sivshm_close(struct sivshm *sh)
+{
+	if (!sh)
+		return;
+	sivshm_set_callback(sh, NULL, NULL);
+	if (sh->id == SIVSHM_MAPPER) {
+		uint64_t one = 1;
+
+		if (write(sh->server_stop, &one, sizeof(one)) == sizeof(one))
+			pthread_join(sh->server_thread, NULL);
+		close(sh->server_stop);
+		proto_server_fini(&sh->srv);
+		sivshm_region_close(&sh->region, sh->name, sh->dir, 0);
+		free(sh->name);
+		free(sh->dir);
+	} else {
+		munmap(sh->slot, sh->geo.slice_size);
+		close(sh->sock);
+		proto_close_fds(sh->own_fd, sh->nvectors);
+		proto_close_fds(sh->mapper_fd, sh->nvectors);
+	}
+	pthread_mutex_destroy(&sh->lock);
+	pthread_cond_destroy(&sh->peers_changed);
+	free(sh);
+}
+
+int sivshm_get_info(struct sivshm *sh, struct sivshm_info *info)
+{
+	if (!sh || !info)
+		return -EINVAL;
+	*info = (struct sivshm_info) {
+		.id = sh->id,
+		.nreducers = sh->geo.nreducers,
+		.nvectors = sh->nvectors,
+		.flags = sh->flags,
+		.region_size = sh->geo.region_size,
+		.slice_size = sh->geo.slice_size,
+	};
+	return 0;
+}
+
+void *sivshm_slot(struct sivshm *sh, uint32_t id)
+{
+	if (!sh || id > sh->geo.nreducers)
+		return NULL;
+	if (sh->id == SIVSHM_MAPPER)
+		return (uint8_t *)sh->region.base +
+		       sivshm_slot_offset(&sh->geo, id);
+	return id == sh->id ? sh->slot : NULL;
+}
+
+static int reducer_connected(struct sivshm *sh)
+{
+	struct pollfd pfd = { .fd = sh->sock, .events = POLLIN };
+
+	/* The mapper never sends after WELCOME: any event is its departure. */
+	return poll(&pfd, 1, 0) == 0;
+}
+
+int sivshm_peers(struct sivshm *sh, uint64_t *bitmap)
+{
+	if (!sh || !bitmap)
+		return -EINVAL;
+	if (sh->id != SIVSHM_MAPPER) {
+		*bitmap = reducer_connected(sh) ? 1 : 0;
+		return 0;
+	}
+	pthread_mutex_lock(&sh->lock);
+	*bitmap = proto_server_peers(&sh->srv);
+	pthread_mutex_unlock(&sh->lock);
+	return 0;
+}
+
+int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
+{
+	struct timespec ts;
+	int err = 0;
+
+	if (!sh)
+		return -EINVAL;
+	if (sh->id != SIVSHM_MAPPER)
+		return (mask & ~1ULL) ? -EINVAL :
+		       (!mask || reducer_connected(sh)) ? 0 : -ENOTCONN;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&sh->lock);
+	while ((proto_server_peers(&sh->srv) & mask) != mask && !err) {
+		if (timeout_ms < 0)
+			err = pthread_cond_wait(&sh->peers_changed, &sh->lock);
+		else
+			err = pthread_cond_timedwait(&sh->peers_changed,
+						     &sh->lock, &ts);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return err == ETIMEDOUT ? -ETIMEDOUT : -err;
+}
+
+int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
+{
+	uint64_t one = 1;
+	int err;
+
+	if (!sh || vector >= sh->nvectors)
+		return -EINVAL;
+	if (sh->id == SIVSHM_MAPPER) {
+		pthread_mutex_lock(&sh->lock);
+		err = proto_server_notify(&sh->srv, peer, vector);
+		pthread_mutex_unlock(&sh->lock);
+		return err;
+	}
+	if (peer != SIVSHM_MAPPER)
+		return -EINVAL;
+	if (write(sh->mapper_fd[vector], &one, sizeof(one)) < 0 &&
+	    errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+/* The fd @peer rings for @vector; the mapper's are fixed for its lifetime. */
+static int in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
+{
+	if (vector >= sh->nvectors)
+		return -EINVAL;
+	if (sh->id == SIVSHM_MAPPER) {
+		if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
+			return -EINVAL;
+		return sh->srv.peer[peer].in_fd[vector];
+	}
+	return peer == SIVSHM_MAPPER ? sh->own_fd[vector] : -EINVAL;
+}
+
+int sivshm_eventfd(struct sivshm *sh, uint32_t peer, uint32_t vector)
+{
+	return sh ? in_fd(sh, peer, vector) : -EINVAL;
+}
+
+/* Poll every (peer, vector) in @vmask; consume one interrupt. */
+static int wait_any(struct sivshm *sh, uint32_t vmask, int timeout_ms,
+		    int stop_fd, uint32_t *peer, uint32_t *vector)
+{
+	struct pollfd pfd[SIVSHM_MAX_REDUCERS * SIVSHM_MAX_VECTORS + 1];
+	uint32_t who[SIVSHM_MAX_REDUCERS * SIVSHM_MAX_VECTORS];
+	uint32_t first = sh->id == SIVSHM_MAPPER ? 1 : 0;
+	uint32_t last = sh->id == SIVSHM_MAPPER ? sh->geo.nreducers : 0;
+	unsigned int n = 0, i;
+	uint64_t count;
+	int r;
+
+	for (uint32_t p = first; p <= last; p++) {
+		for (uint32_t v = 0; v < sh->nvectors; v++) {
+			if (!(vmask & (1U << v)))
+				continue;
+			pfd[n] = (struct pollfd) {
+				.fd = in_fd(sh, p, v), .events = POLLIN,
+			};
+			who[n++] = p << 16 | v;
+		}
+	}
+	if (stop_fd >= 0)
+		pfd[n] = (struct pollfd) { .fd = stop_fd, .events = POLLIN };
+	for (;;) {
+		r = poll(pfd, n + (stop_fd >= 0), timeout_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (stop_fd >= 0 && pfd[n].revents)
+			return -ECANCELED;
+		for (i = 0; i < n; i++) {
+			if (!(pfd[i].revents & POLLIN))
+				continue;
+			if (read(pfd[i].fd, &count, sizeof(count)) < 0)
+				continue;	/* another waiter took it */
+			if (peer)
+				*peer = who[i] >> 16;
+			if (vector)
+				*vector = who[i] & 0xffff;
+			return 0;
+		}
+	}
+}
+
+int sivshm_wait(struct sivshm *sh, uint32_t vector, int timeout_ms,
+		uint32_t *peer)
+{
+	if (!sh || vector >= sh->nvectors)
+		return -EINVAL;
+	if (sh->cb)
+		return -EBUSY;
+	return wait_any(sh, 1U << vector, timeout_ms, -1, peer, NULL);
+}
+
+static void *callback_thread(void *arg)
+{
+	struct sivshm *sh = arg;
+	uint32_t peer, vector;
+
+	while (wait_any(sh, (1U << sh->nvectors) - 1, -1, sh->cb_stop, &peer,
+			&vector) != -ECANCELED)
+		sh->cb(sh, peer, vector, sh->cb_arg);
+	return NULL;
+}
+
+int sivshm_set_callback(struct sivshm *sh, sivshm_callback cb, void *arg)
+{
+	uint64_t one = 1;
+	int err;
+
+	if (!sh)
+		return -EINVAL;
+	if (sh->cb_stop >= 0) {
+		if (write(sh->cb_stop, &one, sizeof(one)) == sizeof(one))
+			pthread_join(sh->cb_thread, NULL);
+		close(sh->cb_stop);
+		sh->cb_stop = -1;
+		sh->cb = NULL;
+	}
+	if (!cb)
+		return 0;
+	sh->cb_stop = eventfd(0, EFD_CLOEXEC);
+	if (sh->cb_stop < 0)
+		return -errno;
+	sh->cb = cb;
+	sh->cb_arg = arg;
+	err = -pthread_create(&sh->cb_thread, NULL, callback_thread, sh);
+	if (err) {
+		close(sh->cb_stop);
+		sh->cb_stop = -1;
+		sh->cb = NULL;
+	}
+	return err;
+}

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The mapper refuses, with a logged reason and without disturbing the
+ * connected peers: a wrong version, a duplicate id, id 0 or above N, a
+ * truncated or oversized message, garbage, a wrong number or kind of fds, a
+ * vector count mismatch, a silent peer (timeout) and floods of connections
+ * and of messages.  Reducer 1 stays connected throughout and is checked to
+ * still exchange interrupts at the end.
+ */
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "client.h"
+#include "proto.h"
+#include "server.h"
+#include "sivshm.h"
+
+#define NRED	3
+#define NVEC	2
+
+static char sock_path[108];
+static int refusals_logged;
+
+static void count_log(const char *msg)
+{
+	if (strstr(msg, "refused") || strstr(msg, "dropped") ||
+	    strstr(msg, "left"))
+		refusals_logged++;
+	fprintf(stderr, "  log: %s\n", msg);
+}
+
+static int raw_connect(void)
+{
+	int fd = proto_client_connect(sock_path, 2000);
+
+	T_ASSERT(fd >= 0, "connect: %s", strerror(-fd));
+	return fd;
+}
+
+static void raw_send(int fd, const void *buf, size_t len, const int *fds,
+		     unsigned int nfds)
+{
+	char ctl[CMSG_SPACE(sizeof(int) * 64)] = { 0 };
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds) {
+		struct cmsghdr *c;
+
+		mh.msg_control = ctl;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	T_ASSERT(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len, "sendmsg: %s",
+		 strerror(errno));
+}
+
+static void hello_bytes(uint8_t *buf, uint32_t id, uint32_t nvec)
+{
+	struct proto_msg m = {
+		.version = PROTO_VERSION, .type = PROTO_HELLO,
+		.hello = { .id = id, .nvectors = nvec },
+	};
+
+	T_EQ(proto_encode(&m, buf, PROTO_BUF_SIZE), PROTO_HELLO_SIZE);
+}
+
+static void eventfds(int *fds, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		fds[i] = eventfd(0, EFD_CLOEXEC);
+		T_ASSERT(fds[i] >= 0, "eventfd");
+	}
+}
+
+/* Expect a REFUSE with @code, then the mapper hanging up. */
+static void expect_refuse(int fd, uint32_t code, const char *what)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint8_t buf[PROTO_BUF_SIZE];
+	struct proto_msg m;
+	const char *why;
+	unsigned int nfds;
+	int fds[PROTO_MAX_FDS], n;
+
+	T_ASSERT(poll(&pfd, 1, 3000) == 1, "%s: no answer", what);
+	n = proto_recv(fd, buf, fds, &nfds);
+	T_ASSERT(n > 0, "%s: no REFUSE (%d)", what, n);
+	T_EQ(proto_decode(buf, n, nfds, &m, &why), 0);
+	T_EQ(m.type, PROTO_REFUSE);
+	T_ASSERT(m.refuse.code == code, "%s: refused with %u, expected %u (%s)",
+		 what, m.refuse.code, code, m.refuse.reason);
+	T_ASSERT(poll(&pfd, 1, 3000) == 1, "%s: connection left open", what);
+	T_EQ(proto_recv(fd, buf, fds, &nfds), 0);
+	close(fd);
+	printf("refused as expected: %s (%s)\n", what, m.refuse.reason);
+}
+
+static void ping_pong(struct sivshm *mapper, struct sivshm *red, uint32_t id)
+{
+	uint32_t peer = 99;
+
+	T_EQ(sivshm_notify(mapper, id, 1), 0);
+	T_EQ(sivshm_wait(red, 1, 2000, &peer), 0);
+	T_EQ(peer, 0);
+	T_EQ(sivshm_notify(red, 0, 0), 0);
+	T_EQ(sivshm_wait(mapper, 0, 2000, &peer), 0);
+	T_EQ(peer, id);
+	T_EQ(sivshm_wait(mapper, 0, 0, &peer), -ETIMEDOUT);
+}
+
+int main(void)
+{
+	struct sivshm_mapper_opts opts = {
+		.socket_path = sock_path, .name = "handshake",
+		.size = 4 << 20, .nreducers = NRED, .nvectors = NVEC,
+	};
+	struct sivshm *mapper, *r1, *r2, *dup;
+	uint8_t buf[PROTO_BUF_SIZE * 2];
+	int efd[64], fd, conns[40];
+	uint64_t peers;
+	time_t t0;
+
+	snprintf(sock_path, sizeof(sock_path), "/tmp/sivshm-test-hs-%d.sock",
+		 getpid());
+	sivshm_set_logger(count_log);
+	T_EQ(sivshm_mapper_open(&mapper, &opts), 0);
+	T_EQ(sivshm_reducer_open(&r1, sock_path, 1, NVEC, 0, 2000), 0);
+	T_EQ(sivshm_wait_peers(mapper, 1 << 1, 2000), 0);
+	ping_pong(mapper, r1, 1);
+
+	/* duplicate id, through the library */
+	T_EQ(sivshm_reducer_open(&dup, sock_path, 1, NVEC, 0, 2000),
+	     -EADDRINUSE);
+
+	fd = raw_connect();
+	hello_bytes(buf, 2, NVEC);
+	buf[4] = 2;
+	eventfds(efd, NVEC);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
+	expect_refuse(fd, PROTO_E_VERSION, "wrong version");
+
+	fd = raw_connect();
+	hello_bytes(buf, 0, NVEC);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
+	expect_refuse(fd, PROTO_E_ID_RANGE, "id 0");
+
+	fd = raw_connect();
+	hello_bytes(buf, NRED + 1, NVEC);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
+	expect_refuse(fd, PROTO_E_ID_RANGE, "id above N");
+
+	fd = raw_connect();
+	hello_bytes(buf, 2, NVEC);
+	raw_send(fd, buf, PROTO_HELLO_SIZE - 4, efd, NVEC);
+	expect_refuse(fd, PROTO_E_MALFORMED, "truncated HELLO");
+
+	fd = raw_connect();
+	memset(buf, 0xab, sizeof(buf));
+	hello_bytes(buf, 2, NVEC);
+	raw_send(fd, buf, sizeof(buf), efd, NVEC);
+	expect_refuse(fd, PROTO_E_MALFORMED, "oversized HELLO");
+
+	fd = raw_connect();
+	memset(buf, 0x5a, 64);
+	raw_send(fd, buf, 64, NULL, 0);
+	expect_refuse(fd, PROTO_E_MALFORMED, "garbage");
+
+	fd = raw_connect();
+	hello_bytes(buf, 2, NVEC);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC - 1);
+	expect_refuse(fd, PROTO_E_FDS, "too few fds");
+
+	fd = raw_connect();
+	eventfds(efd, 40);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, 40);
+	expect_refuse(fd, PROTO_E_FDS, "too many fds");
+	for (int i = 0; i < 40; i++)
+		close(efd[i]);
+
+	fd = raw_connect();
+	T_EQ(pipe(efd), 0);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
+	expect_refuse(fd, PROTO_E_FDS, "pipes instead of eventfds");
+	close(efd[0]);
+	close(efd[1]);
+
+	fd = raw_connect();
+	hello_bytes(buf, 2, NVEC + 1);
+	eventfds(efd, NVEC + 1);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC + 1);
+	expect_refuse(fd, PROTO_E_VECTORS, "vector count mismatch");
+
+	/* A silent peer is dropped at the HELLO timeout. */
+	fd = raw_connect();
+	t0 = time(NULL);
+	{
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		T_ASSERT(poll(&pfd, 1, PROTO_HELLO_TIMEOUT_MS + 2000) == 1,
+			 "silent peer not dropped");
+		T_ASSERT(recv(fd, buf, sizeof(buf), 0) == 0,
+			 "silent peer got data");
+		close(fd);
+		printf("silent peer dropped after ~%ld s\n",
+		       (long)(time(NULL) - t0));
+	}
+
+	/* A flood of connections: those beyond the pending limit are refused. */
+	for (int i = 0; i < 40; i++)
+		conns[i] = raw_connect();
+	{
+		int busy = 0;
+
+		for (int i = 0; i < 40; i++) {
+			struct pollfd pfd = { .fd = conns[i], .events = POLLIN };
+
+			if (poll(&pfd, 1, 200) == 1 &&
+			    recv(conns[i], buf, sizeof(buf), 0) == PROTO_REFUSE_SIZE)
+				busy++;
+			close(conns[i]);
+		}
+		T_ASSERT(busy >= 40 - PROTO_MAX_PENDING,
+			 "only %d of 40 flood connections refused", busy);
+		printf("connection flood: %d refused as busy\n", busy);
+	}
+
+	/* A welcomed peer that keeps talking is dropped; its slot is free. */
+	{
+		struct proto_msg w;
+		int wfds[PROTO_MAX_FDS];
+		char reason[PROTO_REASON_LEN];
+		struct pollfd pfd;
+
+		fd = raw_connect();
+		eventfds(efd, NVEC);
+		T_EQ(proto_client_hello(fd, 3, NVEC, efd, 2000, &w, wfds,
+					reason, sizeof(reason)), 0);
+		proto_close_fds(wfds, 1 + NVEC);
+		T_EQ(sivshm_wait_peers(mapper, 1 << 3, 2000), 0);
+		hello_bytes(buf, 3, NVEC);
+		for (int i = 0; i < 1000; i++)
+			if (send(fd, buf, PROTO_HELLO_SIZE,
+				 MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				break;
+		pfd = (struct pollfd) { .fd = fd, .events = POLLIN };
+		T_ASSERT(poll(&pfd, 1, 3000) == 1, "talkative peer kept");
+		T_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+		close(fd);
+		proto_close_fds(efd, NVEC);
+		printf("a welcomed peer that kept talking was dropped\n");
+	}
+	T_EQ(sivshm_reducer_open(&r2, sock_path, 3, NVEC, 0, 2000), 0);
+	ping_pong(mapper, r2, 3);
+	sivshm_close(r2);
+
+	/* A reducer that leaves and comes back finds its slot as it left it. */
+	T_EQ(sivshm_reducer_open(&r2, sock_path, 2, NVEC, 0, 2000), 0);
+	T_EQ(sivshm_wait_peers(mapper, 1 << 2, 2000), 0);
+	*(volatile uint64_t *)sivshm_slot(r2, 2) = 0x1234;
+	sivshm_close(r2);
+	T_EQ(sivshm_reducer_open(&r2, sock_path, 2, NVEC, 0, 2000), 0);
+	T_EQ(*(volatile uint64_t *)sivshm_slot(r2, 2), 0x1234);
+	ping_pong(mapper, r2, 2);
+	sivshm_close(r2);
+
+	/* Reducer 1 was never disturbed. */
+	T_EQ(sivshm_peers(mapper, &peers), 0);
+	T_ASSERT(peers & (1 << 1), "reducer 1 lost its connection");
+	ping_pong(mapper, r1, 1);
+	T_ASSERT(refusals_logged >= 12, "only %d refusals logged",
+		 refusals_logged);
+
+	sivshm_close(r1);
+	sivshm_close(mapper);
+	unlink(sock_path);
+	puts("handshake: every refusal refused, reducer 1 undisturbed");
+	return 0;
+}
