@@ -9,11 +9,7 @@
 
 #include <stdint.h>
 
-/* Reducer ids are 1..nreducers; the peer bitmap is 64 bits, mapper included. */
-#define SIVSHM_MAX_REDUCERS	63
-#define SIVSHM_MAX_VECTORS	16
-/* Largest region accepted: 1 TiB. */
-#define SIVSHM_MAX_REGION	(1ULL << 40)
+#include "sivshm.h"	/* the limits */
 
 struct sivshm_geometry {
 	uint64_t region_size;	/* bytes mapped by the mapper: slots * slice */

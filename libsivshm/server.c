@@ -146,7 +146,8 @@ static void peer_drop(struct proto_server *srv, uint32_t id, const char *why)
 {
 	struct proto_peer *p = &srv->peer[id];
 
-	server_log(srv, "reducer %u left: %s", id, why);
+	if (why)
+		server_log(srv, "reducer %u dropped: %s", id, why);
 	close(p->conn);
 	p->conn = -1;
 	proto_close_fds(p->out_fd, srv->nvectors);
@@ -266,7 +267,6 @@ static void server_hello(struct proto_server *srv,
 	srv->peer[id].conn = pend->conn;
 	memcpy(srv->peer[id].out_fd, fds, sizeof(int) * srv->nvectors);
 	pending_free(pend, 0);
-	server_log(srv, "reducer %u connected", id);
 	if (srv->peer_changed)
 		srv->peer_changed(srv->opaque, id, 1);
 }
@@ -281,14 +281,14 @@ static void server_peer_event(struct proto_server *srv, uint32_t id,
 	int n;
 
 	if (!(revents & POLLIN)) {
-		peer_drop(srv, id, "connection closed");
+		peer_drop(srv, id, NULL);
 		return;
 	}
 	n = proto_recv(srv->peer[id].conn, buf, fds, &nfds);
 	if (n == -EAGAIN)
 		return;
 	proto_close_fds(fds, n > 0 ? nfds : 0);
-	peer_drop(srv, id, n == 0 ? "connection closed" :
+	peer_drop(srv, id, n == 0 ? NULL :
 		  "unexpected message after the handshake");
 }
 

@@ -19,6 +19,12 @@ extern "C" {
 
 #define SIVSHM_MAPPER		0
 
+/* Reducer ids are 1..63: the peer bitmap is 64 bits, mapper included. */
+#define SIVSHM_MAX_REDUCERS	63
+#define SIVSHM_MAX_VECTORS	16
+/* The largest region: 1 TiB. */
+#define SIVSHM_MAX_REGION	(1ULL << 40)
+
 /* sivshm_mapper_opts.flags and sivshm_reducer_open() flags */
 #define SIVSHM_MLOCK		(1U << 0)	/* lock the memory (mlock) */
 #define SIVSHM_PERSIST		(1U << 1)	/* unlink=off: keep the slot files */

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+/*
+ * No leak: 1000 reducer connect and disconnect cycles leave the mapper's fd
+ * count where it started and its resident memory within 1 MiB of it.
+ */
+#include <dirent.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sivshm.h"
+
+#define CYCLES	1000
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	T_ASSERT(d, "opendir");
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the directory's own fd */
+}
+
+static long rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	T_ASSERT(f, "status");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static void cycle(const char *path, uint32_t id, struct sivshm *mapper)
+{
+	struct sivshm *r;
+	uint64_t peers;
+
+	T_EQ(sivshm_reducer_open(&r, path, id, 2, 0, 2000), 0);
+	sivshm_close(r);
+	/* Wait until the mapper has seen the departure. */
+	for (int i = 0; i < 2000; i++) {
+		sivshm_peers(mapper, &peers);
+		if (!(peers & (1ULL << id)))
+			return;
+		usleep(1000);
+	}
+	T_ASSERT(0, "reducer %u never left", id);
+}
+
+int main(void)
+{
+	char path[108];
+	struct sivshm_mapper_opts opts = {
+		.socket_path = path, .name = "leak", .size = 8 << 20,
+		.nreducers = 7, .nvectors = 2,
+	};
+	struct sivshm *mapper;
+	int fds0, fds1;
+	long rss0, rss1;
+
+	snprintf(path, sizeof(path), "/tmp/sivshm-test-leak-%d.sock", getpid());
+	T_EQ(sivshm_mapper_open(&mapper, &opts), 0);
+	/* Warm up: first-time allocations are not leaks. */
+	for (uint32_t i = 0; i < 20; i++)
+		cycle(path, 1 + i % 7, mapper);
+	fds0 = count_fds();
+	rss0 = rss_kib();
+	for (uint32_t i = 0; i < CYCLES; i++)
+		cycle(path, 1 + i % 7, mapper);
+	fds1 = count_fds();
+	rss1 = rss_kib();
+	printf("after %d cycles: fds %d -> %d, RSS %ld -> %ld KiB\n", CYCLES,
+	       fds0, fds1, rss0, rss1);
+	T_EQ(fds1, fds0);
+	T_ASSERT(rss1 - rss0 < 1024, "RSS grew by %ld KiB", rss1 - rss0);
+	sivshm_close(mapper);
+	unlink(path);
+	return 0;
+}
