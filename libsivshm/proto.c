@@ -136,6 +136,7 @@ static int decode_welcome(struct proto_msg *msg, const char **why)
 int proto_decode(const uint8_t *buf, size_t len, unsigned int nfds,
 		 struct proto_msg *msg, const char **why)
 {
+	const uint8_t *end;
 	size_t size;
 
 	memset(msg, 0, sizeof(*msg));
@@ -185,8 +186,13 @@ int proto_decode(const uint8_t *buf, size_t len, unsigned int nfds,
 		msg->refuse.code = get32(buf + 16);
 		if (get32(buf + 20))
 			BAD(-EBADMSG, "reserved field not zero");
-		if (!memchr(buf + 24, 0, PROTO_REASON_LEN))
+		end = memchr(buf + 24, 0, PROTO_REASON_LEN);
+		if (!end)
 			BAD(-EBADMSG, "reason not terminated");
+		/* Zero padding after the reason: one message, one encoding. */
+		for (const uint8_t *p = end; p < buf + 24 + PROTO_REASON_LEN; p++)
+			if (*p)
+				BAD(-EBADMSG, "reason not zero-padded");
 		memcpy(msg->refuse.reason, buf + 24, PROTO_REASON_LEN);
 		break;
 	}

@@ -44,6 +44,8 @@ pkgs="build-essential autoconf automake libtool pkg-config dpkg-dev git
 # our QEMU (a minimal x86_64-softmmu build from Debian's source)
 pkgs="$pkgs ninja-build meson python3 libglib2.0-dev libpixman-1-dev
 	zlib1g-dev libfdt-dev"
+# unit tests: the fuzz harnesses (libFuzzer) and sanitizer builds
+pkgs="$pkgs clang libclang-rt-14-dev"
 # the VM test harness: initramfs, guest firmware, in-tree module handling;
 # linux-source for checkpatch.pl
 pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu

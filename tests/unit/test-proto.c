@@ -166,6 +166,9 @@ static void refusals(void)
 	memset(b + 24, 'x', PROTO_REASON_LEN);
 	T_EQ(dec(b, n, 0, &m), -EBADMSG);
 	n = enc(&w, b);
+	b[24 + PROTO_REASON_LEN - 1] = 'x';
+	T_EQ(dec(b, n, 0, &m), -EBADMSG);
+	n = enc(&w, b);
 	b[20] = 1;
 	T_EQ(dec(b, n, 0, &m), -EBADMSG);
 	T_EQ(dec(b, enc(&w, b), 1, &m), -EBADF);
