@@ -17,12 +17,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #define CC_COUNT	1
 #define CC_EXIT		2
 #define CC_VECTOR	0
 #define CC_NVECTORS	1
 
+/*
+ * The workload itself, shared by charcount and its baselines (TCP loopback,
+ * ivshmem-server) so that all of them move and count the same bytes.
+ */
 static inline uint64_t cc_count(const uint8_t *p, size_t len, uint8_t c)
 {
 	uint64_t n = 0;
@@ -30,6 +38,59 @@ static inline uint64_t cc_count(const uint8_t *p, size_t len, uint8_t c)
 	for (size_t i = 0; i < len; i++)
 		n += p[i] == c;
 	return n;
+}
+
+/* Seeded random input, reproducible chunk by chunk from any thread. */
+static inline void cc_fill_random(uint8_t *buf, uint64_t len, uint64_t seed,
+				  uint64_t chunk)
+{
+	uint64_t x = seed ^ (chunk + 1) * 0x9e3779b97f4a7c15ULL;
+	uint64_t i, v;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		v = x * 0x2545f4914f6cdd1dULL;
+		memcpy(buf + i, &v, 8);
+	}
+	for (; i < len; i++)
+		buf[i] = (uint8_t)(x >> (8 * (i & 7)));
+}
+
+/*
+ * Chunk k of the input is what reducer j gets in round r, k = r * N + j - 1:
+ * its length, given the input's total and the chunk capacity.
+ */
+static inline uint64_t cc_chunk_len(uint64_t k, uint64_t cap, uint64_t total)
+{
+	uint64_t off = k * cap;
+
+	return off >= total ? 0 : total - off < cap ? total - off : cap;
+}
+
+static inline uint64_t cc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* "1G", "512M", "64k" or plain bytes; exits on anything else. */
+static inline uint64_t cc_parse_size(const char *s)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 0);
+
+	switch (*end) {
+	case 'k': case 'K': return v << 10;
+	case 'm': case 'M': return v << 20;
+	case 'g': case 'G': return v << 30;
+	case '\0': return v;
+	}
+	fprintf(stderr, "charcount: bad size %s\n", s);
+	exit(2);
 }
 
 #endif

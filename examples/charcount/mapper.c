@@ -54,33 +54,6 @@ struct worker {
 	int err;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Seeded random input, reproducible chunk by chunk from any thread. */
-static void fill_random(uint8_t *buf, uint64_t len, uint64_t seed,
-			uint64_t chunk)
-{
-	uint64_t x = seed ^ (chunk + 1) * 0x9e3779b97f4a7c15ULL;
-	uint64_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		uint64_t v = x * 0x2545f4914f6cdd1dULL;
-
-		memcpy(buf + i, &v, 8);
-	}
-	for (; i < len; i++)
-		buf[i] = (uint8_t)(x >> (8 * (i & 7)));
-}
-
 static struct sivshm_mbox *mbox(struct job *job, uint32_t j)
 {
 	return sivshm_slot(job->sh, j);
@@ -135,28 +108,25 @@ static void *worker_run(void *arg)
 		for (uint32_t j = 1 + w->index; j <= job->nreducers;
 		     j += job->nthreads) {
 			uint64_t k = r * job->nreducers + (j - 1);
-			uint64_t off = k * job->cap;
 			const uint8_t *src;
 
-			len[j] = off >= job->total ? 0 :
-				 job->total - off < job->cap ?
-				 job->total - off : job->cap;
+			len[j] = cc_chunk_len(k, job->cap, job->total);
 			if (job->file) {
-				src = job->file + off;
+				src = job->file + k * job->cap;
 			} else {
-				fill_random(w->buf, len[j], job->seed, k);
+				cc_fill_random(w->buf, len[j], job->seed, k);
 				src = w->buf;
 			}
 			w->direct += cc_count(src, len[j], job->ch);
 
-			t0 = now_ns();
+			t0 = cc_now_ns();
 			memcpy((uint8_t *)mbox(job, j) + SIVSHM_MBOX_SIZE, src,
 			       len[j]);
 			post(job, j, seq, CC_COUNT, len[j]);
-			w->xfer_ns += now_ns() - t0;
+			w->xfer_ns += cc_now_ns() - t0;
 		}
 
-		t0 = now_ns();
+		t0 = cc_now_ns();
 		for (uint32_t j = 1 + w->index; j <= job->nreducers;
 		     j += job->nthreads) {
 			w->err = wait_response(job, j, seq, resp);
@@ -178,28 +148,13 @@ static void *worker_run(void *arg)
 			}
 			w->count += resp[0];
 		}
-		w->resp_ns += now_ns() - t0;
+		w->resp_ns += cc_now_ns() - t0;
 	}
 
 	/* Tell our reducers to exit, whatever happened. */
 	for (uint32_t j = 1 + w->index; j <= job->nreducers; j += job->nthreads)
 		post(job, j, job->rounds + 1, CC_EXIT, 0);
 	return NULL;
-}
-
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	uint64_t v = strtoull(s, &end, 0);
-
-	switch (*end) {
-	case 'k': case 'K': return v << 10;
-	case 'm': case 'M': return v << 20;
-	case 'g': case 'G': return v << 30;
-	case '\0': return v;
-	}
-	fprintf(stderr, "charcount: bad size %s\n", s);
-	exit(2);
 }
 
 static void usage(void)
@@ -244,9 +199,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 's': mo.socket_path = optarg; break;
 		case 'n': mo.nreducers = strtoul(optarg, NULL, 0); break;
-		case 'z': mo.size = parse_size(optarg); break;
+		case 'z': mo.size = cc_parse_size(optarg); break;
 		case 'd': data = optarg; break;
-		case 'r': job.total = parse_size(optarg); break;
+		case 'r': job.total = cc_parse_size(optarg); break;
 		case 'S': job.seed = strtoull(optarg, NULL, 0); break;
 		case 'c': job.ch = optarg[0]; break;
 		case 'm':
@@ -283,7 +238,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	t_open = now_ns();
+	t_open = cc_now_ns();
 	err = sivshm_mapper_open(&job.sh, &mo);
 	if (err) {
 		fprintf(stderr, "charcount: mapper: %s\n", strerror(-err));
@@ -310,7 +265,7 @@ int main(int argc, char **argv)
 		sivshm_close(job.sh);
 		return 1;
 	}
-	t_ready = now_ns();
+	t_ready = cc_now_ns();
 	printf("charcount: %u reducers ready in %.1f ms; %llu bytes in %llu "
 	       "rounds of %llu-byte slots, %s mode, %u threads\n",
 	       job.nreducers, (t_ready - t_open) / 1e6,
@@ -338,7 +293,7 @@ int main(int argc, char **argv)
 		fail |= w[t].err != 0;
 		free(w[t].buf);
 	}
-	t_end = now_ns();
+	t_end = cc_now_ns();
 
 	/* Let the reducers read their exit request before the region goes. */
 	job.timeout_ms = 5000;
