@@ -7,6 +7,7 @@
  * waiter once it has seen the sequence.
  */
 #include <errno.h>
+#include <sched.h>
 #include <time.h>
 
 #include "sivshm.h"
@@ -45,6 +46,12 @@ static int wait_seq(uint64_t *seq_word, uint64_t *words, uint64_t seq,
 		cpu_relax();
 		if (++spins % 1024)
 			continue;
+		/*
+		 * Still polling (the CPU stays busy), but a peer sharing this
+		 * CPU gets to run: with more pollers than CPUs, spinning alone
+		 * would starve the very peer being waited for.
+		 */
+		sched_yield();
 		if (timeout_ms >= 0 && now_ns() >= deadline)
 			return -ETIMEDOUT;
 	}

@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 	const char *data = NULL;
 	struct worker *w;
 	struct sivshm_info info;
-	uint64_t t_open, t_ready, t_end, count = 0, direct = 0;
+	uint64_t t_open, t_ready, t_start, t_end, count = 0, direct = 0;
 	uint64_t xfer = 0, resp = 0, mask;
 	char name[64];
 	int c, err, fail = 0;
@@ -266,6 +266,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_ready = cc_now_ns();
+	/* Fault the slots in now: Xfer measures copying, not page faults. */
+	for (uint32_t j = 1; j <= job.nreducers; j++)
+		memset((uint8_t *)mbox(&job, j) + SIVSHM_MBOX_SIZE, 0, job.cap);
+	t_start = cc_now_ns();
 	printf("charcount: %u reducers ready in %.1f ms; %llu bytes in %llu "
 	       "rounds of %llu-byte slots, %s mode, %u threads\n",
 	       job.nreducers, (t_ready - t_open) / 1e6,
@@ -305,13 +309,13 @@ int main(int argc, char **argv)
 	       count == direct && !fail ? "match" : "MISMATCH");
 	printf("charcount: Xfer %.3f s (%.2f GiB/s), Resp %.3f s, job %.3f s\n",
 	       xfer / 1e9, xfer ? job.total / (xfer / 1e9) / (1 << 30) : 0.0,
-	       resp / 1e9, (t_end - t_ready) / 1e9);
+	       resp / 1e9, (t_end - t_start) / 1e9);
 	printf("result reducers=%u mode=%s threads=%u bytes=%llu count=%llu "
 	       "direct=%llu xfer_s=%.6f resp_s=%.6f job_s=%.6f ready_ms=%.3f\n",
 	       job.nreducers, job.irq ? "irq" : "poll", job.nthreads,
 	       (unsigned long long)job.total, (unsigned long long)count,
 	       (unsigned long long)direct, xfer / 1e9, resp / 1e9,
-	       (t_end - t_ready) / 1e9, (t_ready - t_open) / 1e6);
+	       (t_end - t_start) / 1e9, (t_ready - t_open) / 1e6);
 	free(w);
 	sivshm_close(job.sh);
 	return count == direct && !fail ? 0 : 1;
