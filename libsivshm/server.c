@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,6 +81,7 @@ int proto_server_init(struct proto_server *srv,
 int proto_server_listen(struct proto_server *srv, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -102,7 +104,8 @@ int proto_server_listen(struct proto_server *srv, const char *path)
 			goto err_close;
 		}
 		if (connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0 ||
-		    errno != ECONNREFUSED) {
+		    errno != ECONNREFUSED || lstat(path, &st) < 0 ||
+		    !S_ISSOCK(st.st_mode)) {
 			close(probe);
 			err = -EADDRINUSE;
 			goto err_close;
@@ -213,13 +216,18 @@ static void server_hello(struct proto_server *srv,
 		pending_free(pend, 1);
 		return;
 	}
-	if (n < 0) {
+	if (n == -EMSGSIZE || n == -ETOOMANYREFS || n == -EBADMSG) {
 		server_refuse(srv, pend->conn,
 			      n == -ETOOMANYREFS ? PROTO_E_FDS : PROTO_E_MALFORMED,
 			      n == -EMSGSIZE ? "oversized message" :
 			      n == -ETOOMANYREFS ? "too many fds" :
 			      "bad ancillary data");
 		pending_free(pend, 0);
+		return;
+	}
+	if (n < 0) {
+		server_log(srv, "receiving a HELLO failed: %s", strerror(-n));
+		pending_free(pend, 1);
 		return;
 	}
 
@@ -349,18 +357,18 @@ unsigned int proto_server_pollfds(struct proto_server *srv,
 
 int proto_server_timeout(const struct proto_server *srv)
 {
-	int64_t now = proto_now_ms(), next = -1;
+	int64_t now = proto_now_ms(), next = INT64_MAX;
 
 	for (int k = 0; k < PROTO_MAX_PENDING; k++) {
 		const struct proto_pending *pend = &srv->pending[k];
 
-		if (pend->conn < 0)
-			continue;
-		if (next < 0 || pend->deadline_ms - now < next)
+		if (pend->conn >= 0 && pend->deadline_ms - now < next)
 			next = pend->deadline_ms - now;
 	}
+	if (next == INT64_MAX)
+		return -1;
 	if (next < 0)
-		return next == -1 ? -1 : 0;
+		return 0;
 	return next > 0x7fffffff ? 0x7fffffff : (int)next;
 }
 
@@ -411,16 +419,29 @@ next:
 int proto_server_notify(struct proto_server *srv, uint32_t id,
 			uint32_t vector)
 {
-	uint64_t one = 1;
-	int fd;
-
 	if (id == 0 || id > srv->geo.nreducers || vector >= srv->nvectors)
 		return -EINVAL;
-	fd = srv->peer[id].out_fd[vector];
-	if (srv->peer[id].conn < 0 || fd < 0)
+	if (srv->peer[id].conn < 0 || srv->peer[id].out_fd[vector] < 0)
 		return -ENOTCONN;
-	if (write(fd, &one, sizeof(one)) != sizeof(one))
-		return errno == EAGAIN ? 0 : -errno;	/* counter saturated: still rung */
+	return proto_ring(srv->peer[id].out_fd[vector]);
+}
+
+int proto_ring(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+	uint64_t one = 1;
+
+	/*
+	 * The eventfd is the peer's: it decides whether it blocks, and can
+	 * fill its counter.  A full counter still has an interrupt pending,
+	 * so skip the write rather than block on it.  (The peer can still
+	 * fill it between the poll and the write; it then stalls only the
+	 * thread that rang.)
+	 */
+	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT))
+		return 0;
+	if (write(fd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+		return -errno;
 	return 0;
 }
 

@@ -78,6 +78,9 @@ void proto_server_dispatch(struct proto_server *srv, const struct pollfd *pfd,
 int proto_server_notify(struct proto_server *srv, uint32_t id,
 			uint32_t vector);
 
+/* Add one to a peer's eventfd without blocking on a full counter. */
+int proto_ring(int fd);
+
 /* Bitmap of connected reducers (bit j for reducer j). */
 uint64_t proto_server_peers(const struct proto_server *srv);
 

@@ -4,6 +4,7 @@
  * processes on one host, speaking the same protocol as the QEMU device.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -13,6 +14,8 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -107,8 +110,13 @@ static struct sivshm *handle_new(uint32_t id, uint32_t nvectors,
 		sh->own_fd[v] = sh->mapper_fd[v] = -1;
 	for (int j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
 		sh->region.fd[j] = -1;
+	pthread_condattr_t attr;
+
 	pthread_mutex_init(&sh->lock, NULL);
-	pthread_cond_init(&sh->peers_changed, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&sh->peers_changed, &attr);
+	pthread_condattr_destroy(&attr);
 	return sh;
 }
 
@@ -129,18 +137,28 @@ static void log_mlock_failure(uint64_t bytes, int err)
 int sivshm_mapper_open(struct sivshm **out,
 		       const struct sivshm_mapper_opts *opts)
 {
+	uint32_t page = getpagesize();
 	struct sivshm *sh;
+	struct statfs fs;
 	int err;
 
 	if (!out || !opts || !opts->socket_path || !opts->name ||
 	    (opts->flags & ~(SIVSHM_MLOCK | SIVSHM_PERSIST)) ||
 	    ((opts->flags & SIVSHM_PERSIST) && !opts->dir))
 		return -EINVAL;
+	if (opts->nvectors < 1 || opts->nvectors > SIVSHM_MAX_VECTORS)
+		return -EINVAL;
+	if (opts->dir) {
+		/* hugetlbfs reports its huge page size as the block size. */
+		if (statfs(opts->dir, &fs) < 0)
+			return -errno;
+		page = fs.f_bsize;
+	}
 	sh = handle_new(SIVSHM_MAPPER, opts->nvectors, opts->flags);
 	if (!sh)
 		return -ENOMEM;
 	err = sivshm_geometry_init(&sh->geo, opts->size, opts->nreducers,
-				   getpagesize());
+				   page);
 	if (err) {
 		sivshm_log("mapper: %llu bytes for %u reducers is no geometry "
 			   "(at most %u reducers, %llu bytes, a page per slot)",
@@ -361,7 +379,10 @@ int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 	if (sh->id != SIVSHM_MAPPER)
 		return (mask & ~1ULL) ? -EINVAL :
 		       (!mask || reducer_connected(sh)) ? 0 : -ENOTCONN;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	/* Only reducers 1..N can ever be connected. */
+	if (mask & ~(((1ULL << sh->geo.nreducers) - 1) << 1))
+		return -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += timeout_ms / 1000;
 	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
 	if (ts.tv_nsec >= 1000000000) {
@@ -382,23 +403,31 @@ int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 
 int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	uint64_t one = 1;
-	int err;
+	int fd, err;
 
 	if (!sh || vector >= sh->nvectors)
 		return -EINVAL;
-	if (sh->id == SIVSHM_MAPPER) {
-		pthread_mutex_lock(&sh->lock);
-		err = proto_server_notify(&sh->srv, peer, vector);
-		pthread_mutex_unlock(&sh->lock);
-		return err;
-	}
-	if (peer != SIVSHM_MAPPER)
+	if (sh->id != SIVSHM_MAPPER)
+		return peer == SIVSHM_MAPPER ?
+		       proto_ring(sh->mapper_fd[vector]) : -EINVAL;
+	if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
 		return -EINVAL;
-	if (write(sh->mapper_fd[vector], &one, sizeof(one)) < 0 &&
-	    errno != EAGAIN)
-		return -errno;
-	return 0;
+	/*
+	 * Ring a private duplicate outside the lock: the server may close the
+	 * peer's fd meanwhile, and the peer's eventfd is not ours to trust.
+	 */
+	pthread_mutex_lock(&sh->lock);
+	fd = sh->srv.peer[peer].conn >= 0 ?
+	     fcntl(sh->srv.peer[peer].out_fd[vector], F_DUPFD_CLOEXEC, 0) :
+	     -ENOTCONN;
+	if (fd == -1)
+		fd = -errno;
+	pthread_mutex_unlock(&sh->lock);
+	if (fd < 0)
+		return fd;
+	err = proto_ring(fd);
+	close(fd);
+	return err;
 }
 
 /* The fd @peer rings for @vector; the mapper's are fixed for its lifetime. */
@@ -427,6 +456,7 @@ static int wait_any(struct sivshm *sh, uint32_t vmask, int timeout_ms,
 	uint32_t who[SIVSHM_MAX_REDUCERS * SIVSHM_MAX_VECTORS];
 	uint32_t first = sh->id == SIVSHM_MAPPER ? 1 : 0;
 	uint32_t last = sh->id == SIVSHM_MAPPER ? sh->geo.nreducers : 0;
+	int64_t deadline = proto_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	unsigned int n = 0, i;
 	uint64_t count;
 	int r;
@@ -444,7 +474,14 @@ static int wait_any(struct sivshm *sh, uint32_t vmask, int timeout_ms,
 	if (stop_fd >= 0)
 		pfd[n] = (struct pollfd) { .fd = stop_fd, .events = POLLIN };
 	for (;;) {
-		r = poll(pfd, n + (stop_fd >= 0), timeout_ms);
+		int left = timeout_ms;
+
+		if (timeout_ms > 0) {
+			int64_t now = proto_now_ms();
+
+			left = now >= deadline ? 0 : (int)(deadline - now);
+		}
+		r = poll(pfd, n + (stop_fd >= 0), left);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -482,9 +519,18 @@ static void *callback_thread(void *arg)
 	struct sivshm *sh = arg;
 	uint32_t peer, vector;
 
-	while (wait_any(sh, (1U << sh->nvectors) - 1, -1, sh->cb_stop, &peer,
-			&vector) != -ECANCELED)
+	for (;;) {
+		int err = wait_any(sh, (1U << sh->nvectors) - 1, -1,
+				   sh->cb_stop, &peer, &vector);
+
+		if (err == -ECANCELED)
+			break;
+		if (err) {
+			sivshm_log("callback thread stops: %s", strerror(-err));
+			break;
+		}
 		sh->cb(sh, peer, vector, sh->cb_arg);
+	}
 	return NULL;
 }
 
@@ -495,6 +541,8 @@ int sivshm_set_callback(struct sivshm *sh, sivshm_callback cb, void *arg)
 
 	if (!sh)
 		return -EINVAL;
+	if (sh->cb_stop >= 0 && pthread_equal(pthread_self(), sh->cb_thread))
+		return -EDEADLK;	/* from inside the callback */
 	if (sh->cb_stop >= 0) {
 		if (write(sh->cb_stop, &one, sizeof(one)) == sizeof(one))
 			pthread_join(sh->cb_thread, NULL);

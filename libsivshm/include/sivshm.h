@@ -25,7 +25,7 @@ extern "C" {
 /* The largest region: 1 TiB. */
 #define SIVSHM_MAX_REGION	(1ULL << 40)
 
-/* sivshm_mapper_opts.flags and sivshm_reducer_open() flags */
+/* Flags: SIVSHM_MLOCK for both roles, SIVSHM_PERSIST for the mapper only. */
 #define SIVSHM_MLOCK		(1U << 0)	/* lock the memory (mlock) */
 #define SIVSHM_PERSIST		(1U << 1)	/* unlink=off: keep the slot files */
 
@@ -80,7 +80,8 @@ typedef void (*sivshm_callback)(struct sivshm *sh, uint32_t peer,
 				uint32_t vector, void *arg);
 /*
  * Call @cb from a library thread for each interrupt (NULL stops it).  While
- * a callback is set, sivshm_wait() is -EBUSY.
+ * a callback is set, sivshm_wait() is -EBUSY.  The callback must not call
+ * sivshm_set_callback() (-EDEADLK) or sivshm_close() on its handle.
  */
 int sivshm_set_callback(struct sivshm *sh, sivshm_callback cb, void *arg);
 

@@ -7,6 +7,7 @@
  * and of messages.  Reducer 1 stays connected throughout and is checked to
  * still exchange interrupts at the end.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -133,6 +134,15 @@ int main(void)
 	snprintf(sock_path, sizeof(sock_path), "/tmp/sivshm-test-hs-%d.sock",
 		 getpid());
 	sivshm_set_logger(count_log);
+
+	/* A file that is not a socket is never replaced. */
+	fd = open(sock_path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	T_ASSERT(fd >= 0, "create %s", sock_path);
+	close(fd);
+	T_EQ(sivshm_mapper_open(&mapper, &opts), -EADDRINUSE);
+	T_EQ(access(sock_path, F_OK), 0);
+	unlink(sock_path);
+
 	T_EQ(sivshm_mapper_open(&mapper, &opts), 0);
 	T_EQ(sivshm_reducer_open(&r1, sock_path, 1, NVEC, 0, 2000), 0);
 	T_EQ(sivshm_wait_peers(mapper, 1 << 1, 2000), 0);
@@ -240,6 +250,7 @@ int main(void)
 		int wfds[PROTO_MAX_FDS];
 		char reason[PROTO_REASON_LEN];
 		struct pollfd pfd;
+		ssize_t n;
 
 		fd = raw_connect();
 		eventfds(efd, NVEC);
@@ -254,7 +265,10 @@ int main(void)
 				break;
 		pfd = (struct pollfd) { .fd = fd, .events = POLLIN };
 		T_ASSERT(poll(&pfd, 1, 3000) == 1, "talkative peer kept");
-		T_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+		/* Hung up on with unread data: end of stream or a reset. */
+		n = recv(fd, buf, sizeof(buf), 0);
+		T_ASSERT(n == 0 || (n < 0 && errno == ECONNRESET),
+			 "talkative peer not hung up on (%zd)", n);
 		close(fd);
 		proto_close_fds(efd, NVEC);
 		printf("a welcomed peer that kept talking was dropped\n");
@@ -262,6 +276,32 @@ int main(void)
 	T_EQ(sivshm_reducer_open(&r2, sock_path, 3, NVEC, 0, 2000), 0);
 	ping_pong(mapper, r2, 3);
 	sivshm_close(r2);
+
+	/*
+	 * A reducer whose eventfd blocks and is full cannot stall the mapper's
+	 * notify (SIGALRM would end the test if it did).
+	 */
+	{
+		struct proto_msg w;
+		int wfds[PROTO_MAX_FDS];
+		char reason[PROTO_REASON_LEN];
+		uint64_t full = 0xfffffffffffffffeULL;
+
+		fd = raw_connect();
+		for (int v = 0; v < NVEC; v++) {
+			efd[v] = eventfd(0, EFD_CLOEXEC);	/* blocking */
+			T_EQ(write(efd[v], &full, sizeof(full)), sizeof(full));
+		}
+		T_EQ(proto_client_hello(fd, 3, NVEC, efd, 2000, &w, wfds,
+					reason, sizeof(reason)), 0);
+		proto_close_fds(wfds, 1 + NVEC);
+		alarm(5);
+		T_EQ(sivshm_notify(mapper, 3, 0), 0);
+		alarm(0);
+		close(fd);
+		proto_close_fds(efd, NVEC);
+		printf("a full, blocking eventfd did not stall the mapper\n");
+	}
 
 	/* A reducer that leaves and comes back finds its slot as it left it. */
 	T_EQ(sivshm_reducer_open(&r2, sock_path, 2, NVEC, 0, 2000), 0);
