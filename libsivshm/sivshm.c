@@ -20,38 +20,7 @@
 
 #include "client.h"
 #include "log.h"
-#include "region.h"
-#include "server.h"
-#include "sivshm.h"
-
-struct sivshm {
-	uint32_t id;
-	uint32_t flags;
-	uint32_t nvectors;
-	struct sivshm_geometry geo;
-	pthread_mutex_t lock;
-	pthread_cond_t peers_changed;
-
-	/* mapper */
-	struct sivshm_region region;
-	struct proto_server srv;
-	char *name;
-	char *dir;
-	pthread_t server_thread;
-	int server_stop;		/* eventfd; -1 when no thread runs */
-
-	/* reducer */
-	int sock;
-	void *slot;
-	int own_fd[SIVSHM_MAX_VECTORS];		/* the mapper rings these */
-	int mapper_fd[SIVSHM_MAX_VECTORS];	/* we ring these */
-
-	/* callback mode */
-	sivshm_callback cb;
-	void *cb_arg;
-	pthread_t cb_thread;
-	int cb_stop;			/* eventfd; -1 when no thread runs */
-};
+#include "handle.h"
 
 static void server_log(void *opaque, const char *fmt, va_list ap)
 {
@@ -93,7 +62,7 @@ static void *server_thread(void *arg)
 	return NULL;
 }
 
-static struct sivshm *handle_new(uint32_t id, uint32_t nvectors,
+struct sivshm *sivshm_handle_new(uint32_t id, uint32_t nvectors,
 				 uint32_t flags)
 {
 	struct sivshm *sh = calloc(1, sizeof(*sh));
@@ -104,6 +73,7 @@ static struct sivshm *handle_new(uint32_t id, uint32_t nvectors,
 	sh->nvectors = nvectors;
 	sh->flags = flags;
 	sh->sock = -1;
+	sh->dev_fd = -1;
 	sh->server_stop = -1;
 	sh->cb_stop = -1;
 	for (int v = 0; v < SIVSHM_MAX_VECTORS; v++)
@@ -154,7 +124,7 @@ int sivshm_mapper_open(struct sivshm **out,
 			return -errno;
 		page = fs.f_bsize;
 	}
-	sh = handle_new(SIVSHM_MAPPER, opts->nvectors, opts->flags);
+	sh = sivshm_handle_new(SIVSHM_MAPPER, opts->nvectors, opts->flags);
 	if (!sh)
 		return -ENOMEM;
 	err = sivshm_geometry_init(&sh->geo, opts->size, opts->nreducers,
@@ -239,7 +209,7 @@ int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
 	    id > SIVSHM_MAX_REDUCERS || nvectors < 1 ||
 	    nvectors > SIVSHM_MAX_VECTORS || (flags & ~SIVSHM_MLOCK))
 		return -EINVAL;
-	sh = handle_new(id, nvectors, flags);
+	sh = sivshm_handle_new(id, nvectors, flags);
 	if (!sh)
 		return -ENOMEM;
 	for (v = 0; v < nvectors; v++) {
@@ -296,12 +266,21 @@ err_fds:
 	return err;
 }
 
+void sivshm_handle_free(struct sivshm *sh)
+{
+	pthread_mutex_destroy(&sh->lock);
+	pthread_cond_destroy(&sh->peers_changed);
+	free(sh);
+}
+
 void sivshm_close(struct sivshm *sh)
 {
 	if (!sh)
 		return;
 	sivshm_set_callback(sh, NULL, NULL);
-	if (sh->id == SIVSHM_MAPPER) {
+	if (sh->dev_fd >= 0) {
+		sivshm_device_close(sh);
+	} else if (sh->id == SIVSHM_MAPPER) {
 		uint64_t one = 1;
 
 		if (write(sh->server_stop, &one, sizeof(one)) == sizeof(one))
@@ -317,9 +296,7 @@ void sivshm_close(struct sivshm *sh)
 		proto_close_fds(sh->own_fd, sh->nvectors);
 		proto_close_fds(sh->mapper_fd, sh->nvectors);
 	}
-	pthread_mutex_destroy(&sh->lock);
-	pthread_cond_destroy(&sh->peers_changed);
-	free(sh);
+	sivshm_handle_free(sh);
 }
 
 int sivshm_get_info(struct sivshm *sh, struct sivshm_info *info)
@@ -342,7 +319,8 @@ void *sivshm_slot(struct sivshm *sh, uint32_t id)
 	if (!sh || id > sh->geo.nreducers)
 		return NULL;
 	if (sh->id == SIVSHM_MAPPER)
-		return (uint8_t *)sh->region.base +
+		return (uint8_t *)(sh->dev_fd >= 0 ? sh->dev_mem :
+				   sh->region.base) +
 		       sivshm_slot_offset(&sh->geo, id);
 	return id == sh->id ? sh->slot : NULL;
 }
@@ -359,6 +337,8 @@ int sivshm_peers(struct sivshm *sh, uint64_t *bitmap)
 {
 	if (!sh || !bitmap)
 		return -EINVAL;
+	if (sh->dev_fd >= 0)
+		return sivshm_device_peers(sh, bitmap);
 	if (sh->id != SIVSHM_MAPPER) {
 		*bitmap = reducer_connected(sh) ? 1 : 0;
 		return 0;
@@ -376,6 +356,19 @@ int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 
 	if (!sh)
 		return -EINVAL;
+	if (sh->dev_fd >= 0) {
+		int64_t deadline = proto_now_ms() + timeout_ms;
+		uint64_t peers;
+
+		for (;;) {
+			err = sivshm_device_peers(sh, &peers);
+			if (err || (peers & mask) == mask)
+				return err;
+			if (timeout_ms >= 0 && proto_now_ms() >= deadline)
+				return -ETIMEDOUT;
+			usleep(10000);
+		}
+	}
 	if (sh->id != SIVSHM_MAPPER)
 		return (mask & ~1ULL) ? -EINVAL :
 		       (!mask || reducer_connected(sh)) ? 0 : -ENOTCONN;
@@ -407,6 +400,8 @@ int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 
 	if (!sh || vector >= sh->nvectors)
 		return -EINVAL;
+	if (sh->dev_fd >= 0)
+		return sivshm_device_notify(sh, peer, vector);
 	if (sh->id != SIVSHM_MAPPER)
 		return peer == SIVSHM_MAPPER ?
 		       proto_ring(sh->mapper_fd[vector]) : -EINVAL;
@@ -438,6 +433,9 @@ static int in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 	if (sh->id == SIVSHM_MAPPER) {
 		if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
 			return -EINVAL;
+		/* The device merges the reducers' rings per vector. */
+		if (sh->dev_fd >= 0)
+			return sh->own_fd[vector];
 		return sh->srv.peer[peer].in_fd[vector];
 	}
 	return peer == SIVSHM_MAPPER ? sh->own_fd[vector] : -EINVAL;
@@ -454,8 +452,11 @@ static int wait_any(struct sivshm *sh, uint32_t vmask, int timeout_ms,
 {
 	struct pollfd pfd[SIVSHM_MAX_REDUCERS * SIVSHM_MAX_VECTORS + 1];
 	uint32_t who[SIVSHM_MAX_REDUCERS * SIVSHM_MAX_VECTORS];
+	/* A guest mapper has one fd per vector: who rang is unknown. */
+	int merged = sh->id == SIVSHM_MAPPER && sh->dev_fd >= 0;
 	uint32_t first = sh->id == SIVSHM_MAPPER ? 1 : 0;
-	uint32_t last = sh->id == SIVSHM_MAPPER ? sh->geo.nreducers : 0;
+	uint32_t last = sh->id == SIVSHM_MAPPER && !merged ?
+			sh->geo.nreducers : first;
 	int64_t deadline = proto_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	unsigned int n = 0, i;
 	uint64_t count;
@@ -496,7 +497,7 @@ static int wait_any(struct sivshm *sh, uint32_t vmask, int timeout_ms,
 			if (read(pfd[i].fd, &count, sizeof(count)) < 0)
 				continue;	/* another waiter took it */
 			if (peer)
-				*peer = who[i] >> 16;
+				*peer = merged ? SIVSHM_PEER_ANY : who[i] >> 16;
 			if (vector)
 				*vector = who[i] & 0xffff;
 			return 0;

@@ -3,7 +3,7 @@
  * charcount mapper: stripe the input across the reducers' slots in
  * slot-sized rounds, from several threads, and sum what they count.
  *
- *   charcount-mapper --socket PATH --reducers N --size BYTES
+ *   charcount-mapper {--socket PATH --reducers N --size BYTES | --device DEV}
  *                    [--data FILE | --random BYTES [--seed S]] [--char C]
  *                    [--mode poll|irq] [--threads T] [--mlock]
  *
@@ -160,7 +160,8 @@ static void *worker_run(void *arg)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: charcount-mapper --socket PATH --reducers N --size BYTES\n"
+		"usage: charcount-mapper {--socket PATH --reducers N --size BYTES |\n"
+		"                         --device /dev/sivshmN}\n"
 		"         [--data FILE | --random BYTES [--seed S]] [--char C]\n"
 		"         [--mode poll|irq] [--threads T] [--mlock] [--name ID]\n");
 	exit(2);
@@ -181,11 +182,12 @@ int main(int argc, char **argv)
 		{ "mlock", no_argument, NULL, 'l' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "device", required_argument, NULL, 'D' },
 		{ 0 }
 	};
 	struct sivshm_mapper_opts mo = { .nvectors = CC_NVECTORS };
 	struct job job = { .ch = 'a', .seed = 1, .timeout_ms = 60000 };
-	const char *data = NULL;
+	const char *data = NULL, *device = NULL;
 	struct worker *w;
 	struct sivshm_info info;
 	uint64_t t_open, t_ready, t_start, t_end, count = 0, direct = 0;
@@ -213,10 +215,11 @@ int main(int argc, char **argv)
 		case 'l': mo.flags |= SIVSHM_MLOCK; break;
 		case 'N': mo.name = optarg; break;
 		case 'T': job.timeout_ms = atoi(optarg); break;
+		case 'D': device = optarg; break;
 		default: usage();
 		}
 	}
-	if (!mo.socket_path || !mo.nreducers || !mo.size ||
+	if ((!device && (!mo.socket_path || !mo.nreducers || !mo.size)) ||
 	    (!data && !job.total))
 		usage();
 
@@ -239,12 +242,20 @@ int main(int argc, char **argv)
 	}
 
 	t_open = cc_now_ns();
-	err = sivshm_mapper_open(&job.sh, &mo);
+	if (device)
+		err = sivshm_device_open(&job.sh, device, mo.flags);
+	else
+		err = sivshm_mapper_open(&job.sh, &mo);
 	if (err) {
 		fprintf(stderr, "charcount: mapper: %s\n", strerror(-err));
 		return 1;
 	}
 	sivshm_get_info(job.sh, &info);
+	if (info.id != SIVSHM_MAPPER) {
+		fprintf(stderr, "charcount: %s is reducer %u's device, not the "
+			"mapper's\n", device, info.id);
+		return 1;
+	}
 	job.nreducers = info.nreducers;
 	if (info.slice_size <= SIVSHM_MBOX_SIZE) {
 		fprintf(stderr, "charcount: a %llu-byte slice has no room for data\n",

@@ -2,7 +2,7 @@
 /*
  * charcount reducer: count one byte in whatever the mapper puts in our slot.
  *
- *   charcount-reducer --socket PATH --id J [--mode poll|irq] [--mlock]
+ *   charcount-reducer {--socket PATH --id J | --device DEV} [--mode poll|irq]
  *
  * A restarted reducer first answers any request still pending in its
  * mailbox: the slot outlives us, so the data is still there.
@@ -18,8 +18,9 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: charcount-reducer --socket PATH --id J "
-		"[--mode poll|irq] [--mlock] [--timeout MS]\n");
+	fprintf(stderr, "usage: charcount-reducer {--socket PATH --id J | "
+		"--device /dev/sivshmN}\n"
+		"         [--mode poll|irq] [--mlock] [--timeout MS]\n");
 	exit(2);
 }
 
@@ -50,10 +51,11 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "mlock", no_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "device", required_argument, NULL, 'D' },
 		{ 0 }
 	};
 	uint64_t req[SIVSHM_MBOX_WORDS], resp[SIVSHM_MBOX_WORDS] = { 0 };
-	const char *path = NULL;
+	const char *path = NULL, *device = NULL;
 	struct sivshm_info info;
 	struct sivshm_mbox *mb;
 	struct sivshm *sh;
@@ -73,18 +75,28 @@ int main(int argc, char **argv)
 			break;
 		case 'l': flags |= SIVSHM_MLOCK; break;
 		case 't': timeout_ms = atoi(optarg); break;
+		case 'D': device = optarg; break;
 		default: usage();
 		}
 	}
-	if (!path || !id)
+	if (!device && (!path || !id))
 		usage();
 
-	err = sivshm_reducer_open(&sh, path, id, CC_NVECTORS, flags, 10000);
+	if (device)
+		err = sivshm_device_open(&sh, device, flags);
+	else
+		err = sivshm_reducer_open(&sh, path, id, CC_NVECTORS, flags,
+					  10000);
 	if (err) {
 		fprintf(stderr, "reducer %u: %s\n", id, strerror(-err));
 		return 1;
 	}
 	sivshm_get_info(sh, &info);
+	id = info.id;
+	if (id == SIVSHM_MAPPER) {
+		fprintf(stderr, "reducer: %s is the mapper's device\n", device);
+		return 1;
+	}
 	mb = sivshm_slot(sh, id);
 	data = (uint8_t *)mb + SIVSHM_MBOX_SIZE;
 

@@ -18,6 +18,8 @@ extern "C" {
 #endif
 
 #define SIVSHM_MAPPER		0
+/* sivshm_wait()'s peer when the backend cannot tell (a guest mapper) */
+#define SIVSHM_PEER_ANY		UINT32_MAX
 
 /* Reducer ids are 1..63: the peer bitmap is 64 bits, mapper included. */
 #define SIVSHM_MAX_REDUCERS	63
@@ -55,6 +57,12 @@ int sivshm_mapper_open(struct sivshm **out,
 int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
 			uint32_t id, uint32_t nvectors, uint32_t flags,
 			int timeout_ms);
+/*
+ * Inside a VM: open the sivshm device @path (/dev/sivshmN), mapper or
+ * reducer as the device says.  @flags: SIVSHM_MLOCK.
+ */
+int sivshm_device_open(struct sivshm **out, const char *path,
+		       uint32_t flags);
 void sivshm_close(struct sivshm *sh);
 
 int sivshm_get_info(struct sivshm *sh, struct sivshm_info *info);

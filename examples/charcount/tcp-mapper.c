@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: MIT
+/*
+ * charcount over TCP, the baseline for a network between VMs (virtio-net):
+ * the same rounds as charcount-mapper, sent to the reducers over loopback.
+ *
+ *   charcount-tcp-mapper --port P --reducers N --size BYTES
+ *                        --random BYTES [--seed S] [--char C]
+ *                        [--threads T] [--timeout MS]
+ *
+ * --size is the shared region sivshm would use: a chunk holds what a slot
+ * would, size / (N + 1) rounded down to 4096 less the 128-byte mailbox, so
+ * the rounds are identical.  Each reducer connects and sends its id (u32);
+ * the mapper answers with the chunk capacity (u64), so that the reducer can
+ * allocate and fault in its buffer before the job, as a slot would be.
+ * Then, per chunk, the mapper sends a header (u64 length, u64 byte) and the
+ * data, and the reducer answers with the count (u64); a length of
+ * UINT64_MAX tells it to exit.  All integers are little-endian.
+ *
+ * Xfer is the time spent in send(), Resp the time then waiting for the
+ * counts; each is summed per thread and the slowest thread's figure is
+ * reported.  ready_ms is the time from listen() until every reducer is in.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "charcount.h"
+#include "sivshm.h"
+
+/* The largest chunk; charcount-tcp-reducer refuses more. */
+#define TCP_MAX_CHUNK	(1ULL << 30)
+#define TCP_EXIT	UINT64_MAX
+/* How long a new connection may take to say who it is. */
+#define TCP_HELLO_MS	5000
+
+struct job {
+	uint32_t nreducers;
+	uint32_t nthreads;
+	uint64_t cap;		/* data bytes per chunk */
+	uint64_t total;		/* input bytes */
+	uint64_t rounds;
+	uint64_t seed;
+	uint8_t ch;
+	int timeout_ms;
+	int fd[SIVSHM_MAX_REDUCERS + 1];	/* reducer j's connection */
+};
+
+struct worker {
+	struct job *job;
+	pthread_t thread;
+	uint32_t index;
+	uint8_t *buf;
+	uint64_t count;
+	uint64_t direct;
+	uint64_t xfer_ns;
+	uint64_t resp_ns;
+	int err;
+};
+
+static int send_all(int fd, const void *buf, size_t len, int flags)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, flags | MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int recv_all(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int set_timeouts(int fd, int timeout_ms)
+{
+	struct timeval tv = {
+		.tv_sec = timeout_ms / 1000,
+		.tv_usec = (timeout_ms % 1000) * 1000,
+	};
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	return 0;
+}
+
+static int send_chunk(int fd, uint64_t len, uint8_t ch, const void *data)
+{
+	uint64_t hdr[2] = { htole64(len), htole64(ch) };
+	int err;
+
+	err = send_all(fd, hdr, sizeof(hdr), len && len != TCP_EXIT ?
+		       MSG_MORE : 0);
+	if (err || len == TCP_EXIT || !len)
+		return err;
+	return send_all(fd, data, len, 0);
+}
+
+/* Reducer @j's count for a @len-byte chunk; it is untrusted, so bounded. */
+static int recv_count(struct job *job, uint32_t j, uint64_t len,
+		      uint64_t *count)
+{
+	uint64_t le;
+	int err = recv_all(job->fd[j], &le, sizeof(le));
+
+	if (err) {
+		fprintf(stderr, "charcount-tcp: reducer %u did not answer: "
+			"%s\n", j, strerror(-err));
+		return err;
+	}
+	*count = le64toh(le);
+	if (*count > len) {
+		fprintf(stderr, "charcount-tcp: reducer %u answered %llu for "
+			"%llu bytes\n", j, (unsigned long long)*count,
+			(unsigned long long)len);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Send round @r's chunks to this thread's reducers; their lengths in @len. */
+static int send_round(struct worker *w, uint64_t r, uint64_t *len)
+{
+	struct job *job = w->job;
+
+	for (uint32_t j = 1 + w->index; j <= job->nreducers;
+	     j += job->nthreads) {
+		uint64_t k = r * job->nreducers + (j - 1), t0;
+		int err;
+
+		len[j] = cc_chunk_len(k, job->cap, job->total);
+		cc_fill_random(w->buf, len[j], job->seed, k);
+		w->direct += cc_count(w->buf, len[j], job->ch);
+
+		t0 = cc_now_ns();
+		err = send_chunk(job->fd[j], len[j], job->ch, w->buf);
+		w->xfer_ns += cc_now_ns() - t0;
+		if (err) {
+			fprintf(stderr, "charcount-tcp: cannot send to reducer "
+				"%u: %s\n", j, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct job *job = w->job;
+	uint64_t len[SIVSHM_MAX_REDUCERS + 1], cnt, t0;
+
+	for (uint64_t r = 0; r < job->rounds && !w->err; r++) {
+		w->err = send_round(w, r, len);
+		if (w->err)
+			break;
+		t0 = cc_now_ns();
+		for (uint32_t j = 1 + w->index; j <= job->nreducers;
+		     j += job->nthreads) {
+			w->err = recv_count(job, j, len[j], &cnt);
+			if (w->err)
+				break;
+			w->count += cnt;
+		}
+		w->resp_ns += cc_now_ns() - t0;
+	}
+
+	/* Tell our reducers to exit, whatever happened. */
+	for (uint32_t j = 1 + w->index; j <= job->nreducers; j += job->nthreads)
+		send_chunk(job->fd[j], TCP_EXIT, 0, NULL);
+	return NULL;
+}
+
+static int listen_loopback(uint16_t port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	int one = 1, fd, err;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(fd, SOMAXCONN)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* With --port 0 the kernel picks one: say which. */
+static void print_port(int lfd)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+
+	if (getsockname(lfd, (struct sockaddr *)&sin, &len))
+		return;
+	printf("charcount-tcp: listening on 127.0.0.1:%u\n",
+	       ntohs(sin.sin_port));
+	fflush(stdout);
+}
+
+/* Read a new connection's id; 1..N and not yet taken, or it is refused. */
+static int hello(struct job *job, int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t cap = htole64(job->cap);
+	int one = 1, err;
+	uint32_t le, j;
+
+	if (poll(&pfd, 1, TCP_HELLO_MS) != 1)
+		return -ETIMEDOUT;
+	err = set_timeouts(fd, TCP_HELLO_MS);
+	if (!err)
+		err = recv_all(fd, &le, sizeof(le));
+	if (err)
+		return err;
+	j = le32toh(le);
+	if (j < 1 || j > job->nreducers || job->fd[j] >= 0) {
+		fprintf(stderr, "charcount-tcp: refusing reducer id %u\n", j);
+		return -EPROTO;
+	}
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		return -errno;
+	err = set_timeouts(fd, job->timeout_ms);
+	if (!err)
+		err = send_all(fd, &cap, sizeof(cap), 0);
+	if (err)
+		return err;
+	job->fd[j] = fd;
+	return 0;
+}
+
+static int accept_reducers(struct job *job, int lfd)
+{
+	uint64_t deadline = cc_now_ns() + job->timeout_ms * 1000000ULL;
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	uint32_t in = 0;
+
+	while (in < job->nreducers) {
+		uint64_t now = cc_now_ns();
+		int fd, ret;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		ret = poll(&pfd, 1, (deadline - now) / 1000000 + 1);
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+		if (ret <= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return -errno;
+		}
+		if (hello(job, fd)) {
+			close(fd);
+			continue;
+		}
+		in++;
+	}
+	return 0;
+}
+
+/* After the exit request: wait until each reducer has closed its end. */
+static void drain(struct job *job)
+{
+	char c;
+
+	for (uint32_t j = 1; j <= job->nreducers; j++) {
+		if (job->fd[j] < 0)
+			continue;
+		shutdown(job->fd[j], SHUT_WR);
+		set_timeouts(job->fd[j], 5000);
+		while (recv(job->fd[j], &c, 1, 0) > 0)
+			;
+		close(job->fd[j]);
+		job->fd[j] = -1;
+	}
+}
+
+static int run_workers(struct job *job, uint64_t *count, uint64_t *direct,
+		       uint64_t *xfer, uint64_t *resp)
+{
+	struct worker *w = calloc(job->nthreads, sizeof(*w));
+	uint32_t started = 0;
+	int fail = 0;
+
+	if (!w)
+		return -ENOMEM;
+	for (; started < job->nthreads; started++) {
+		w[started].job = job;
+		w[started].index = started;
+		w[started].buf = malloc(job->cap ? job->cap : 1);
+		if (!w[started].buf ||
+		    pthread_create(&w[started].thread, NULL, worker_run,
+				   &w[started])) {
+			free(w[started].buf);
+			fprintf(stderr, "charcount-tcp: cannot start threads\n");
+			fail = 1;
+			break;
+		}
+	}
+	for (uint32_t t = 0; t < started; t++) {
+		pthread_join(w[t].thread, NULL);
+		*count += w[t].count;
+		*direct += w[t].direct;
+		*xfer = w[t].xfer_ns > *xfer ? w[t].xfer_ns : *xfer;
+		*resp = w[t].resp_ns > *resp ? w[t].resp_ns : *resp;
+		fail |= w[t].err != 0;
+		free(w[t].buf);
+	}
+	free(w);
+	return fail ? -EIO : 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: charcount-tcp-mapper --port P --reducers N --size BYTES\n"
+		"         --random BYTES [--seed S] [--char C] [--threads T]\n"
+		"         [--timeout MS]\n");
+	exit(2);
+}
+
+static void parse_args(int argc, char **argv, struct job *job,
+		       uint64_t *size, unsigned long *port)
+{
+	static const struct option opts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "reducers", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 'z' },
+		{ "random", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "char", required_argument, NULL, 'c' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': *port = strtoul(optarg, NULL, 0); break;
+		case 'n': job->nreducers = strtoul(optarg, NULL, 0); break;
+		case 'z': *size = cc_parse_size(optarg); break;
+		case 'r': job->total = cc_parse_size(optarg); break;
+		case 'S': job->seed = strtoull(optarg, NULL, 0); break;
+		case 'c': job->ch = optarg[0]; break;
+		case 't': job->nthreads = strtoul(optarg, NULL, 0); break;
+		case 'T': job->timeout_ms = atoi(optarg); break;
+		default: usage();
+		}
+	}
+	if (optind != argc || !job->nreducers ||
+	    job->nreducers > SIVSHM_MAX_REDUCERS || !*size || !job->total ||
+	    *port > 65535 || job->timeout_ms <= 0)
+		usage();
+}
+
+/* The chunk a slot would hold, and the rounds; 0, or -EINVAL if none fits. */
+static int geometry(struct job *job, uint64_t size)
+{
+	uint64_t slice = size / (job->nreducers + 1) & ~4095ULL;
+
+	if (slice <= SIVSHM_MBOX_SIZE || slice - SIVSHM_MBOX_SIZE > TCP_MAX_CHUNK) {
+		fprintf(stderr, "charcount-tcp: a %llu-byte slice is out of "
+			"range\n", (unsigned long long)slice);
+		return -EINVAL;
+	}
+	job->cap = slice - SIVSHM_MBOX_SIZE;
+	job->rounds = (job->total + job->cap * job->nreducers - 1) /
+		      (job->cap * job->nreducers);
+	if (!job->nthreads || job->nthreads > job->nreducers)
+		job->nthreads = job->nreducers < 4 ? job->nreducers : 4;
+	return 0;
+}
+
+static void report(struct job *job, uint64_t count, uint64_t direct,
+		   int fail, uint64_t xfer, uint64_t resp, uint64_t job_ns,
+		   uint64_t ready_ns)
+{
+	printf("charcount-tcp: '%c' occurs %llu times (direct count %llu: "
+	       "%s)\n", job->ch, (unsigned long long)count,
+	       (unsigned long long)direct,
+	       count == direct && !fail ? "match" : "MISMATCH");
+	printf("charcount-tcp: Xfer %.3f s (%.2f GiB/s), Resp %.3f s, "
+	       "job %.3f s\n", xfer / 1e9,
+	       xfer ? job->total / (xfer / 1e9) / (1 << 30) : 0.0,
+	       resp / 1e9, job_ns / 1e9);
+	printf("result reducers=%u mode=tcp threads=%u bytes=%llu count=%llu "
+	       "direct=%llu xfer_s=%.6f resp_s=%.6f job_s=%.6f ready_ms=%.3f\n",
+	       job->nreducers, job->nthreads, (unsigned long long)job->total,
+	       (unsigned long long)count, (unsigned long long)direct,
+	       xfer / 1e9, resp / 1e9, job_ns / 1e9, ready_ns / 1e6);
+}
+
+int main(int argc, char **argv)
+{
+	struct job job = { .ch = 'a', .seed = 1, .timeout_ms = 60000 };
+	uint64_t size = 0, t_listen, t_ready, t_end;
+	uint64_t count = 0, direct = 0, xfer = 0, resp = 0;
+	unsigned long port = 0;
+	int lfd, err;
+
+	parse_args(argc, argv, &job, &size, &port);
+	if (geometry(&job, size))
+		return 1;
+	for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
+		job.fd[j] = -1;
+
+	lfd = listen_loopback(port);
+	if (lfd < 0) {
+		fprintf(stderr, "charcount-tcp: cannot listen on port %lu: %s\n",
+			port, strerror(-lfd));
+		return 1;
+	}
+	t_listen = cc_now_ns();
+	if (!port)
+		print_port(lfd);
+	err = accept_reducers(&job, lfd);
+	close(lfd);
+	if (err) {
+		fprintf(stderr, "charcount-tcp: not every reducer connected: "
+			"%s\n", strerror(-err));
+		drain(&job);
+		return 1;
+	}
+	t_ready = cc_now_ns();
+	printf("charcount-tcp: %u reducers ready in %.1f ms; %llu bytes in "
+	       "%llu rounds of %llu-byte chunks, %u threads\n",
+	       job.nreducers, (t_ready - t_listen) / 1e6,
+	       (unsigned long long)job.total, (unsigned long long)job.rounds,
+	       (unsigned long long)job.cap, job.nthreads);
+
+	err = run_workers(&job, &count, &direct, &xfer, &resp);
+	t_end = cc_now_ns();
+	drain(&job);
+	report(&job, count, direct, err != 0, xfer, resp, t_end - t_ready,
+	       t_ready - t_listen);
+	return count == direct && !err ? 0 : 1;
+}

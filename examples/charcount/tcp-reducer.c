@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * charcount over TCP, reducer: receive each chunk whole, as a slot would
+ * hold it, count one byte in it and send the count back.
+ *
+ *   charcount-tcp-reducer --port P --id J [--timeout MS]
+ *
+ * The protocol is in tcp-mapper.c.  The mapper is trusted, but a capacity
+ * above TCP_MAX_CHUNK, a chunk longer than the capacity or a byte above 255
+ * is refused all the same.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "charcount.h"
+
+/* Must match charcount-tcp-mapper. */
+#define TCP_MAX_CHUNK	(1ULL << 30)
+#define TCP_EXIT	UINT64_MAX
+
+static int recv_all(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int setup(int fd, int timeout_ms)
+{
+	struct timeval tv = {
+		.tv_sec = timeout_ms / 1000,
+		.tv_usec = (timeout_ms % 1000) * 1000,
+	};
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	return 0;
+}
+
+/* Connect to the mapper, retrying while it is not listening yet. */
+static int connect_mapper(uint16_t port, uint32_t id, int timeout_ms)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	uint64_t deadline = cc_now_ns() + timeout_ms * 1000000ULL;
+	uint32_t le = htole32(id);
+	int fd, err;
+
+	for (;;) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (!connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			break;
+		err = -errno;
+		close(fd);
+		if (err != -ECONNREFUSED || cc_now_ns() >= deadline)
+			return err;
+		usleep(10000);
+	}
+	err = setup(fd, timeout_ms);
+	if (!err)
+		err = send_all(fd, &le, sizeof(le));
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The chunk capacity, and a buffer for it, faulted in now. */
+static int read_capacity(int fd, uint8_t **buf, uint64_t *cap)
+{
+	uint64_t le;
+	int err = recv_all(fd, &le, sizeof(le));
+
+	if (err)
+		return err;
+	*cap = le64toh(le);
+	if (!*cap || *cap > TCP_MAX_CHUNK)
+		return -EPROTO;
+	*buf = malloc(*cap);
+	if (!*buf)
+		return -ENOMEM;
+	memset(*buf, 0, *cap);
+	return 0;
+}
+
+/* Serve chunks until the exit request: 0, or a negative errno. */
+static int serve(int fd, uint32_t id)
+{
+	uint64_t hdr[2], len, ch, count, cap = 0;
+	uint8_t *buf = NULL;
+	int err;
+
+	err = read_capacity(fd, &buf, &cap);
+	while (!err) {
+		err = recv_all(fd, hdr, sizeof(hdr));
+		if (err)
+			break;
+		len = le64toh(hdr[0]);
+		ch = le64toh(hdr[1]);
+		if (len == TCP_EXIT)
+			break;
+		if (len > cap || ch > 255) {
+			fprintf(stderr, "reducer %u: bad request (%llu bytes)\n",
+				id, (unsigned long long)len);
+			err = -EPROTO;
+			break;
+		}
+		err = recv_all(fd, buf, len);
+		if (err)
+			break;
+		count = htole64(cc_count(buf, len, ch));
+		err = send_all(fd, &count, sizeof(count));
+	}
+	free(buf);
+	return err;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: charcount-tcp-reducer --port P --id J "
+		"[--timeout MS]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "id", required_argument, NULL, 'i' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ 0 }
+	};
+	unsigned long port = 0, id = 0;
+	int timeout_ms = 60000, c, fd, err;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': port = strtoul(optarg, NULL, 0); break;
+		case 'i': id = strtoul(optarg, NULL, 0); break;
+		case 't': timeout_ms = atoi(optarg); break;
+		default: usage();
+		}
+	}
+	if (optind != argc || !port || port > 65535 || !id || id > UINT32_MAX ||
+	    timeout_ms <= 0)
+		usage();
+
+	fd = connect_mapper(port, id, timeout_ms);
+	if (fd < 0) {
+		fprintf(stderr, "reducer %lu: cannot connect: %s\n", id,
+			strerror(-fd));
+		return 1;
+	}
+	err = serve(fd, id);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "reducer %lu: %s\n", id, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
