@@ -4,12 +4,22 @@
 # qemu-sivshm/patches/*.patch applied in order, configured as a minimal
 # x86_64-softmmu with only the devices of overlay/.../sivshm.mak.
 #
+# The libsivshm sources the device compiles (the handshake protocol, the
+# geometry, the region) are copied into hw/misc/sivshm-lib/: one
+# implementation, shared with the library.
+#
 # The result is cached outside the clone, under
-#   $SIVSHM_CACHE/qemu/<hash>/{bin,share}
-# where <hash> covers the source version, the overlay, the patches and this
-# script (which holds the configure line).  A directory is used only once its
-# .complete marker exists, so an interrupted build is redone, never reused.
-# SIVSHM_REBUILD=1 ignores the cache.
+#   $SIVSHM_CACHE/qemu/<hash>/bin
+# where <hash> covers the source version, the overlay, the patches, the
+# shared libsivshm sources and this script (which holds the configure line).
+# A directory is used only once its .complete marker exists, so an
+# interrupted build is redone, never reused.  SIVSHM_REBUILD=1 ignores the
+# cache.
+#
+# For development only, SIVSHM_QEMU_INCREMENTAL=1 keeps the configured
+# source tree (keyed by source version, patches and this script) and
+# rebuilds it with ninja after copying the overlay again; files removed
+# from the overlay stay in that tree.  The default is always a clean build.
 #
 # Usage: build.sh [OUTLINK]   (OUTLINK: a symlink to point at the result)
 set -eu
@@ -33,45 +43,79 @@ version=$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' |
 [ -n "$version" ] ||
 	die "no source package for qemu: run scripts/setup.sh (adds the deb-src line)"
 
-hash=$( {
-	echo "$version"
-	cat "$0"
-	cd "$here" && find overlay patches -type f | LC_ALL=C sort |
-		while read -r f; do echo "$f"; cat "$f"; done
-} | sha256sum | cut -c1-16)
+lib=$here/../libsivshm
+shared="geometry.c geometry.h proto.c proto.h server.c server.h client.c
+	client.h region.c region.h include/sivshm.h ../include/sivshm-regs.h"
+
+# Hash of this script, the QEMU version and the files in or under $@.
+key() {
+	{
+		echo "$version"
+		cat "$0"
+		for d in "$@"; do
+			find "$d" -type f | LC_ALL=C sort |
+				while read -r f; do echo "${f#"$here"/}"; cat "$f"; done
+		done
+	} | sha256sum | cut -c1-16
+}
+
+hash=$(key "$here/overlay" "$here/patches" $(for f in $shared; do echo "$lib/$f"; done))
 out=$cache/qemu/$hash
+
+# Copy the overlay and the shared libsivshm sources over the tree at $1.
+overlay() {
+	cp -R "$here/overlay/." "$1/"
+	mkdir -p "$1/hw/misc/sivshm-lib"
+	for f in $shared; do
+		cp "$lib/$f" "$1/hw/misc/sivshm-lib/"
+	done
+}
 
 if [ -e "$out/.complete" ] && [ -z "${SIVSHM_REBUILD:-}" ]; then
 	echo "qemu-sivshm: cached build $out (source $version)"
 else
 	echo "qemu-sivshm: building QEMU $version into $out"
-	work=$cache/qemu/work-$hash
-	rm -rf "$work" "$out"
-	mkdir -p "$work"
-	(cd "$work" && apt-get source -q qemu="$version" >apt-source.log 2>&1) ||
-		{ tail -n 20 "$work/apt-source.log" >&2; die "apt-get source qemu failed"; }
-	src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)
-	[ -d "$src" ] || die "apt-get source left no qemu-* directory in $work"
+	rm -rf "$out"
+	if [ -n "${SIVSHM_QEMU_INCREMENTAL:-}" ]; then
+		work=$cache/qemu/tree-$(key "$here/patches")
+	else
+		work=$cache/qemu/work-$hash
+		rm -rf "$work"
+	fi
+	src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' \
+		2>/dev/null | head -n 1)
+	if [ -z "$src" ] || [ ! -e "$work/.configured" ]; then
+		rm -rf "$work"
+		mkdir -p "$work"
+		(cd "$work" && apt-get source -q qemu="$version" >apt-source.log 2>&1) ||
+			{ tail -n 20 "$work/apt-source.log" >&2; die "apt-get source qemu failed"; }
+		src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'qemu-*' | head -n 1)
+		[ -d "$src" ] || die "apt-get source left no qemu-* directory in $work"
 
-	cp -R "$here/overlay/." "$src/"
-	for p in "$here"/patches/*.patch; do
-		[ -e "$p" ] || continue
-		echo "qemu-sivshm: applying $(basename "$p")"
-		patch -d "$src" -p1 --forward --quiet <"$p" ||
-			die "patch $(basename "$p") does not apply to QEMU $version"
-	done
+		overlay "$src"
+		for p in "$here"/patches/*.patch; do
+			[ -e "$p" ] || continue
+			echo "qemu-sivshm: applying $(basename "$p")"
+			patch -d "$src" -p1 --forward --quiet <"$p" ||
+				die "patch $(basename "$p") does not apply to QEMU $version"
+		done
 
-	mkdir -p "$src/build"
-	(cd "$src/build" && ../configure \
-		--prefix="$out" \
-		--target-list=x86_64-softmmu \
-		--without-default-features \
-		--without-default-devices \
-		--with-devices-x86_64=sivshm \
-		--enable-kvm --enable-tcg --enable-tools \
-		--disable-docs --disable-install-blobs \
-		--disable-werror) >"$work/configure.log" 2>&1 ||
-		{ tail -n 30 "$work/configure.log" >&2; die "configure failed (log: $work/configure.log)"; }
+		mkdir -p "$src/build"
+		(cd "$src/build" && ../configure \
+			--prefix=/nonexistent \
+			--target-list=x86_64-softmmu \
+			--without-default-features \
+			--without-default-devices \
+			--with-devices-x86_64=sivshm \
+			--enable-kvm --enable-tcg --enable-tools \
+			--disable-docs --disable-install-blobs \
+			--disable-werror) >"$work/configure.log" 2>&1 ||
+			{ tail -n 30 "$work/configure.log" >&2; die "configure failed (log: $work/configure.log)"; }
+		touch "$work/.configured"
+	else
+		echo "qemu-sivshm: incremental build in $src"
+		overlay "$src"
+	fi
 	ninja -C "$src/build" -j "$jobs" qemu-system-x86_64 \
 		contrib/ivshmem-server/ivshmem-server >"$work/build.log" 2>&1 ||
 		{ grep -E 'error|Error' "$work/build.log" | head -n 30 >&2; die "build failed (log: $work/build.log)"; }
@@ -80,7 +124,7 @@ else
 	cp "$src/build/qemu-system-x86_64" \
 		"$src/build/contrib/ivshmem-server/ivshmem-server" "$out/bin/"
 	echo "$version" >"$out/VERSION"
-	rm -rf "$work"
+	[ -n "${SIVSHM_QEMU_INCREMENTAL:-}" ] || rm -rf "$work"
 	touch "$out/.complete"
 	echo "qemu-sivshm: built $out"
 fi

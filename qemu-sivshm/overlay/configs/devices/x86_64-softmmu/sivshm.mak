@@ -22,3 +22,6 @@ CONFIG_VIRTIO_SERIAL=y
 
 # PCI(e) bridges and root ports (pci-bridge itself is always built).
 CONFIG_PCIE_PORT=y
+
+# This project's device.
+CONFIG_SIVSHM=y

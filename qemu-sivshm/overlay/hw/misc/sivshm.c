@@ -1,0 +1,611 @@
+/*
+ * SIVSHM: secure sliced inter-VM shared memory
+ *
+ * A mapper VM (id 0) sees the whole shared region; reducer VM j sees only
+ * its own slice.  The QEMU processes exchange eventfds directly over a unix
+ * socket, with no distributor: the mapper's QEMU listens, each reducer's
+ * QEMU connects.  The handshake, the geometry and the slot memory are
+ * libsivshm's own code, compiled in from sivshm-lib/.
+ *
+ * The register map is in docs/specs/sivshm.rst.
+ *
+ * This work is licensed under the terms of the GNU GPL, version 2 or later.
+ * See the COPYING file in the top-level directory.
+ */
+
+#include "qemu/osdep.h"
+#include <sys/eventfd.h>
+#include "qemu/units.h"
+#include "qemu/host-utils.h"
+#include "qemu/log.h"
+#include "qemu/error-report.h"
+#include "qemu/event_notifier.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "qom/object.h"
+
+#include "sivshm-lib/client.h"
+#include "sivshm-lib/sivshm-regs.h"
+#include "sivshm-lib/region.h"
+#include "sivshm-lib/server.h"
+
+#define TYPE_SIVSHM "sivshm"
+OBJECT_DECLARE_SIMPLE_TYPE(SivshmState, SIVSHM)
+
+/* An eventfd a peer rings for us, and where it lands. */
+typedef struct SivshmIn {
+    EventNotifier n;
+    SivshmState *s;
+    uint32_t vector;
+} SivshmIn;
+
+struct SivshmState {
+    PCIDevice parent_obj;
+
+    MemoryRegion mmio;
+    MemoryRegion bar1;
+    MemoryRegion slot_mr[SIVSHM_MAX_REDUCERS + 1];
+
+    /* properties */
+    char *shm_id;
+    char *socket_path;
+    char *dir;
+    uint32_t id;
+    uint64_t size;
+    uint32_t nreducers;
+    uint32_t nvectors;
+    bool unlink;
+    bool msix;
+    uint32_t timeout_ms;
+
+    struct sivshm_geometry geo;
+    uint32_t intr_mask;
+    uint32_t intr_status;
+    uint64_t peers;
+
+    /* The eventfds the peers ring for us: [peer][vector]. */
+    SivshmIn in[SIVSHM_MAX_REDUCERS + 1][SIVSHM_MAX_VECTORS];
+    /* The eventfds we ring, bound to the doorbell: [peer][vector]. */
+    EventNotifier out[SIVSHM_MAX_REDUCERS + 1][SIVSHM_MAX_VECTORS];
+    bool out_bound[SIVSHM_MAX_REDUCERS + 1];
+
+    /* mapper */
+    struct sivshm_region region;
+    struct proto_server srv;
+    int watched[PROTO_MAX_POLLFDS];
+    unsigned int nwatched;
+    QEMUTimer *hello_timer;
+
+    /* reducer */
+    int sock;
+};
+
+static bool sivshm_is_mapper(SivshmState *s)
+{
+    return s->id == 0;
+}
+
+static void sivshm_update_irq(SivshmState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    if (!msix_enabled(pdev)) {
+        pci_set_irq(pdev, (s->intr_status & s->intr_mask) != 0);
+    }
+}
+
+/* Raise doorbell @vector (or the peer-change event) in this guest. */
+static void sivshm_raise(SivshmState *s, uint32_t bit, unsigned vector)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    if (msix_enabled(pdev)) {
+        msix_notify(pdev, vector);
+        return;
+    }
+    s->intr_status |= bit;
+    sivshm_update_irq(s);
+}
+
+static uint64_t sivshm_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    SivshmState *s = opaque;
+
+    switch (addr) {
+    case SIVSHM_REG_ID:
+        return s->id;
+    case SIVSHM_REG_ROLE:
+        return sivshm_is_mapper(s) ? SIVSHM_REG_ROLE_MAPPER
+                                    : SIVSHM_REG_ROLE_REDUCER;
+    case SIVSHM_REG_NREDUCERS:
+        return s->geo.nreducers;
+    case SIVSHM_REG_NVECTORS:
+        return s->nvectors;
+    case SIVSHM_REG_SLICE_LO:
+        return (uint32_t)s->geo.slice_size;
+    case SIVSHM_REG_SLICE_HI:
+        return s->geo.slice_size >> 32;
+    case SIVSHM_REG_REGION_LO:
+    case SIVSHM_REG_REGION_HI: {
+        uint64_t bytes = sivshm_is_mapper(s) ? s->geo.region_size
+                                             : s->geo.slice_size;
+
+        return addr == SIVSHM_REG_REGION_LO ? (uint32_t)bytes : bytes >> 32;
+    }
+    case SIVSHM_REG_PEERS_LO:
+        return (uint32_t)s->peers;
+    case SIVSHM_REG_PEERS_HI:
+        return s->peers >> 32;
+    case SIVSHM_REG_INTR_MASK:
+        return s->intr_mask;
+    case SIVSHM_REG_INTR_STATUS:
+        return s->intr_status;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "sivshm: read of unknown register 0x%"
+                  HWADDR_PRIx "\n", addr);
+    return 0;
+}
+
+static void sivshm_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                              unsigned size)
+{
+    SivshmState *s = opaque;
+    uint32_t peer = val >> 16, vector = val & 0xffff;
+
+    switch (addr) {
+    case SIVSHM_REG_INTR_MASK:
+        s->intr_mask = val;
+        sivshm_update_irq(s);
+        return;
+    case SIVSHM_REG_INTR_STATUS:
+        s->intr_status &= ~(uint32_t)val;
+        sivshm_update_irq(s);
+        return;
+    case SIVSHM_REG_DOORBELL:
+        /*
+         * A doorbell to a connected peer never gets here: its ioeventfd
+         * took it.  What is left is the guest's mistake.
+         */
+        if (peer > s->geo.nreducers || vector >= s->nvectors ||
+            peer == s->id || (!sivshm_is_mapper(s) && peer != 0)) {
+            qemu_log_mask(LOG_GUEST_ERROR, "sivshm: doorbell to invalid "
+                          "peer %u vector %u\n", peer, vector);
+        } else {
+            qemu_log_mask(LOG_GUEST_ERROR, "sivshm: doorbell to absent "
+                          "peer %u\n", peer);
+        }
+        return;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "sivshm: write of unknown or read-only "
+                  "register 0x%" HWADDR_PRIx "\n", addr);
+}
+
+static const MemoryRegionOps sivshm_mmio_ops = {
+    .read = sivshm_mmio_read,
+    .write = sivshm_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+/* A peer rang one of our vectors. */
+static void sivshm_in_event(void *opaque)
+{
+    SivshmIn *in = opaque;
+
+    if (event_notifier_test_and_clear(&in->n)) {
+        sivshm_raise(in->s, 1u << in->vector, in->vector);
+    }
+}
+
+static void sivshm_init_in(SivshmState *s, uint32_t peer, uint32_t vector,
+                           int fd)
+{
+    SivshmIn *in = &s->in[peer][vector];
+
+    in->s = s;
+    in->vector = vector;
+    event_notifier_init_fd(&in->n, fd);
+}
+
+static void sivshm_watch_in(SivshmState *s, uint32_t peer, bool on)
+{
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        SivshmIn *in = &s->in[peer][v];
+
+        qemu_set_fd_handler(event_notifier_get_fd(&in->n),
+                            on ? sivshm_in_event : NULL, NULL, in);
+    }
+}
+
+/* Bind the doorbell values for @peer to the eventfds we ring. */
+static void sivshm_bind_out(SivshmState *s, uint32_t peer, const int *fds)
+{
+    memory_region_transaction_begin();
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        event_notifier_init_fd(&s->out[peer][v], fds[v]);
+        memory_region_add_eventfd(&s->mmio, SIVSHM_REG_DOORBELL, 4, true,
+                                  peer << 16 | v, &s->out[peer][v]);
+    }
+    memory_region_transaction_commit();
+    s->out_bound[peer] = true;
+}
+
+static void sivshm_unbind_out(SivshmState *s, uint32_t peer)
+{
+    if (!s->out_bound[peer]) {
+        return;
+    }
+    memory_region_transaction_begin();
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        memory_region_del_eventfd(&s->mmio, SIVSHM_REG_DOORBELL, 4, true,
+                                  peer << 16 | v, &s->out[peer][v]);
+    }
+    memory_region_transaction_commit();
+    s->out_bound[peer] = false;
+}
+
+static void sivshm_peer_event(SivshmState *s)
+{
+    sivshm_raise(s, SIVSHM_INTR_PEER_CHANGE, s->nvectors);
+}
+
+/* Mapper: the server's fds change with every event; follow them. */
+static void sivshm_server_rewatch(SivshmState *s);
+
+static void sivshm_server_event(void *opaque)
+{
+    SivshmState *s = opaque;
+    struct pollfd pfd[PROTO_MAX_POLLFDS];
+    unsigned int n;
+    int timeout;
+
+    n = proto_server_pollfds(&s->srv, pfd);
+    if (poll(pfd, n, 0) < 0) {
+        return;
+    }
+    proto_server_dispatch(&s->srv, pfd, n);
+    sivshm_server_rewatch(s);
+    timeout = proto_server_timeout(&s->srv);
+    if (timeout >= 0) {
+        timer_mod(s->hello_timer,
+                  qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout + 1);
+    }
+}
+
+static void sivshm_server_rewatch(SivshmState *s)
+{
+    struct pollfd pfd[PROTO_MAX_POLLFDS];
+    unsigned int n, i;
+
+    for (i = 0; i < s->nwatched; i++) {
+        qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
+    }
+    n = proto_server_pollfds(&s->srv, pfd);
+    for (i = 0; i < n; i++) {
+        s->watched[i] = pfd[i].fd;
+        qemu_set_fd_handler(pfd[i].fd, sivshm_server_event, NULL, s);
+    }
+    s->nwatched = n;
+}
+
+static void sivshm_hello_timeout(void *opaque)
+{
+    sivshm_server_event(opaque);
+}
+
+static void sivshm_peer_changed(void *opaque, uint32_t id, int connected)
+{
+    SivshmState *s = opaque;
+
+    if (connected) {
+        sivshm_bind_out(s, id, s->srv.peer[id].out_fd);
+        s->peers |= 1ull << id;
+    } else {
+        /* The server closes the fds itself, after this returns. */
+        sivshm_unbind_out(s, id);
+        s->peers &= ~(1ull << id);
+    }
+    sivshm_peer_event(s);
+}
+
+static void sivshm_server_log(void *opaque, const char *fmt, va_list ap)
+{
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+
+    warn_report("sivshm: %s", msg);
+}
+
+static void sivshm_mapper_realize(SivshmState *s, Error **errp)
+{
+    int err;
+
+    if (!s->nreducers || !s->size) {
+        error_setg(errp, "sivshm: the mapper (vm-id=0) needs size and reducers");
+        return;
+    }
+    err = sivshm_geometry_init(&s->geo, s->size, s->nreducers,
+                               qemu_real_host_page_size());
+    if (err) {
+        error_setg(errp, "sivshm: %" PRIu64 " bytes cannot be cut into %u "
+                   "slices (at most %u reducers and %llu bytes, at least a "
+                   "page per slot)", s->size, s->nreducers + 1,
+                   SIVSHM_MAX_REDUCERS, SIVSHM_MAX_REGION);
+        return;
+    }
+    if (!s->unlink && !s->dir) {
+        error_setg(errp, "sivshm: unlink=off needs a backing dir");
+        return;
+    }
+    err = sivshm_region_open(&s->region, &s->geo, s->shm_id, s->dir,
+                             !s->unlink);
+    if (err) {
+        error_setg_errno(errp, -err, "sivshm: cannot create the slots of %s",
+                         s->shm_id);
+        return;
+    }
+
+    memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
+                       pow2ceil(s->geo.region_size));
+    for (uint32_t j = 0; j <= s->geo.nreducers; j++) {
+        Error *local_err = NULL;
+        int fd = dup(s->region.fd[j]);    /* the RAM block owns its fd */
+
+        if (fd < 0) {
+            error_setg_errno(errp, errno, "sivshm: dup");
+            return;
+        }
+        memory_region_init_ram_from_fd(&s->slot_mr[j], OBJECT(s),
+                                       "sivshm.slot", s->geo.slice_size,
+                                       RAM_SHARED, fd, 0, &local_err);
+        if (local_err) {
+            close(fd);
+            error_propagate(errp, local_err);
+            return;
+        }
+        memory_region_add_subregion(&s->bar1,
+                                    sivshm_slot_offset(&s->geo, j),
+                                    &s->slot_mr[j]);
+    }
+
+    err = proto_server_init(&s->srv, &s->geo, s->nvectors, s->region.fd);
+    if (err) {
+        error_setg_errno(errp, -err, "sivshm: cannot create eventfds");
+        return;
+    }
+    s->srv.peer_changed = sivshm_peer_changed;
+    s->srv.log = sivshm_server_log;
+    s->srv.opaque = s;
+    for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
+        for (uint32_t v = 0; v < s->nvectors; v++) {
+            sivshm_init_in(s, j, v, s->srv.peer[j].in_fd[v]);
+        }
+        sivshm_watch_in(s, j, true);
+    }
+    err = proto_server_listen(&s->srv, s->socket_path);
+    if (err) {
+        error_setg_errno(errp, -err, "sivshm: cannot listen on %s",
+                         s->socket_path);
+        return;
+    }
+    s->hello_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_hello_timeout,
+                                  s);
+    /* Reducers come later: nobody is waited for here. */
+    sivshm_server_rewatch(s);
+}
+
+static void sivshm_reducer_gone(void *opaque)
+{
+    SivshmState *s = opaque;
+
+    /* The mapper never speaks after WELCOME: readable means it left. */
+    qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
+    warn_report("sivshm: the mapper at %s went away", s->socket_path);
+    sivshm_unbind_out(s, 0);
+    s->peers = 0;
+    sivshm_peer_event(s);
+}
+
+static void sivshm_reducer_realize(SivshmState *s, Error **errp)
+{
+    int own[SIVSHM_MAX_VECTORS], fds[PROTO_MAX_FDS];
+    char reason[PROTO_REASON_LEN];
+    struct proto_msg welcome;
+    Error *local_err = NULL;
+    int err;
+
+    if (s->id > SIVSHM_MAX_REDUCERS) {
+        error_setg(errp, "sivshm: id %u is above %u", s->id,
+                   SIVSHM_MAX_REDUCERS);
+        return;
+    }
+    if (s->size || s->nreducers) {
+        error_setg(errp, "sivshm: size and reducers are the mapper's "
+                   "(vm-id=0) to set");
+        return;
+    }
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        own[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (own[v] < 0) {
+            error_setg_errno(errp, errno, "sivshm: eventfd");
+            return;
+        }
+        sivshm_init_in(s, 0, v, own[v]);
+    }
+
+    s->sock = proto_client_connect(s->socket_path, s->timeout_ms);
+    if (s->sock < 0) {
+        error_setg_errno(errp, -s->sock, "sivshm: no mapper answered on %s "
+                         "within %u ms", s->socket_path, s->timeout_ms);
+        return;
+    }
+    err = proto_client_hello(s->sock, s->id, s->nvectors, own,
+                             s->timeout_ms, &welcome, fds, reason,
+                             sizeof(reason));
+    if (err) {
+        error_setg_errno(errp, -err, "sivshm: the mapper at %s refused "
+                         "reducer %u%s%s", s->socket_path, s->id,
+                         *reason ? ": " : "", reason);
+        return;
+    }
+    s->geo.slice_size = welcome.welcome.slice_size;
+    s->geo.region_size = welcome.welcome.region_size;
+    s->geo.nreducers = welcome.welcome.nreducers;
+
+    /* BAR1 holds our slice at 0 and nothing behind the rest. */
+    memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
+                       pow2ceil(s->geo.slice_size));
+    memory_region_init_ram_from_fd(&s->slot_mr[0], OBJECT(s), "sivshm.slot",
+                                   s->geo.slice_size, RAM_SHARED, fds[0], 0,
+                                   &local_err);
+    if (local_err) {
+        proto_close_fds(fds, 1 + s->nvectors);
+        error_propagate(errp, local_err);
+        return;
+    }
+    memory_region_add_subregion(&s->bar1, 0, &s->slot_mr[0]);
+
+    sivshm_bind_out(s, 0, fds + 1);
+    sivshm_watch_in(s, 0, true);
+    s->peers = 1;
+    qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
+}
+
+static void sivshm_realize(PCIDevice *pdev, Error **errp)
+{
+    SivshmState *s = SIVSHM(pdev);
+    Error *local_err = NULL;
+
+    if (!s->shm_id || !s->socket_path) {
+        error_setg(errp, "sivshm: shm and socket must be set");
+        return;
+    }
+    if (s->nvectors < 1 || s->nvectors > SIVSHM_MAX_VECTORS) {
+        error_setg(errp, "sivshm: vectors must be 1..%u", SIVSHM_MAX_VECTORS);
+        return;
+    }
+    s->sock = -1;
+    pdev->config[PCI_INTERRUPT_PIN] = 1;
+
+    memory_region_init_io(&s->mmio, OBJECT(s), &sivshm_mmio_ops, s,
+                          "sivshm.mmio", SIVSHM_BAR0_SIZE);
+    if (sivshm_is_mapper(s)) {
+        sivshm_mapper_realize(s, &local_err);
+    } else {
+        sivshm_reducer_realize(s, &local_err);
+    }
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return;
+    }
+
+    pci_register_bar(pdev, SIVSHM_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+    pci_register_bar(pdev, SIVSHM_BAR_MEM, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar1);
+    if (s->msix) {
+        /* One vector per doorbell vector, one for peer changes. */
+        if (msix_init_exclusive_bar(pdev, s->nvectors + 1, SIVSHM_BAR_MSIX, errp)) {
+            return;
+        }
+        for (uint32_t v = 0; v <= s->nvectors; v++) {
+            msix_vector_use(pdev, v);
+        }
+    }
+}
+
+static void sivshm_exit(PCIDevice *pdev)
+{
+    SivshmState *s = SIVSHM(pdev);
+
+    if (s->msix && msix_present(pdev)) {
+        msix_uninit_exclusive_bar(pdev);
+    }
+    for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++) {
+        sivshm_unbind_out(s, j);
+    }
+    if (sivshm_is_mapper(s)) {
+        for (unsigned int i = 0; i < s->nwatched; i++) {
+            qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
+        }
+        for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
+            if (s->srv.peer[j].in_fd[0] >= 0) {
+                sivshm_watch_in(s, j, false);
+            }
+        }
+        if (s->hello_timer) {
+            timer_free(s->hello_timer);
+        }
+        proto_server_fini(&s->srv);
+        sivshm_region_close(&s->region, s->shm_id, s->dir, 0);
+    } else {
+        if (s->sock >= 0) {
+            qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
+            close(s->sock);
+        }
+        for (uint32_t v = 0; v < s->nvectors; v++) {
+            int fd = event_notifier_get_fd(&s->in[0][v].n);
+
+            if (s->in[0][v].s && fd >= 0) {
+                qemu_set_fd_handler(fd, NULL, NULL, NULL);
+                close(fd);
+            }
+        }
+    }
+}
+
+static Property sivshm_properties[] = {
+    DEFINE_PROP_STRING("shm", SivshmState, shm_id),
+    DEFINE_PROP_STRING("socket", SivshmState, socket_path),
+    DEFINE_PROP_UINT32("vm-id", SivshmState, id, 0),
+    DEFINE_PROP_SIZE("size", SivshmState, size, 0),
+    DEFINE_PROP_UINT32("reducers", SivshmState, nreducers, 0),
+    DEFINE_PROP_BOOL("unlink", SivshmState, unlink, true),
+    DEFINE_PROP_STRING("dir", SivshmState, dir),
+    DEFINE_PROP_UINT32("vectors", SivshmState, nvectors, 1),
+    DEFINE_PROP_BOOL("msix", SivshmState, msix, true),
+    DEFINE_PROP_UINT32("timeout", SivshmState, timeout_ms, 10000),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static void sivshm_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = sivshm_realize;
+    k->exit = sivshm_exit;
+    k->vendor_id = SIVSHM_PCI_VENDOR_ID;
+    k->device_id = SIVSHM_PCI_DEVICE_ID;
+    k->class_id = PCI_CLASS_MEMORY_RAM;
+    k->revision = 1;
+    device_class_set_props(dc, sivshm_properties);
+    dc->desc = "Secure sliced inter-VM shared memory";
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo sivshm_types[] = {
+    {
+        .name          = TYPE_SIVSHM,
+        .parent        = TYPE_PCI_DEVICE,
+        .instance_size = sizeof(SivshmState),
+        .class_init    = sivshm_class_init,
+        .interfaces    = (InterfaceInfo[]) {
+            { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+            { },
+        },
+    },
+};
+
+DEFINE_TYPES(sivshm_types)
