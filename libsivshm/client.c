@@ -15,6 +15,7 @@ int proto_client_connect(const char *path, int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int64_t deadline = proto_now_ms() + timeout_ms;
+	useconds_t backoff = 1000;
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -32,7 +33,10 @@ int proto_client_connect(const char *path, int timeout_ms)
 			return -err;
 		if (proto_now_ms() >= deadline)
 			return -ETIMEDOUT;
-		usleep(20000);
+		/* A mapper starting now is up in a few ms: back off from 1 ms. */
+		usleep(backoff);
+		if (backoff < 32000)
+			backoff *= 2;
 	}
 }
 
@@ -107,4 +111,30 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 		return err;
 	}
 	return 0;
+}
+
+int proto_client_join(const char *path, uint32_t id, uint32_t nvectors,
+		      const int *efds, int timeout_ms,
+		      struct proto_msg *welcome, int *fds,
+		      char *reason, size_t reason_len)
+{
+	int64_t deadline = proto_now_ms() + timeout_ms;
+	int sock, err, left;
+
+	for (;;) {
+		left = (int)(deadline - proto_now_ms());
+		if (left <= 0)
+			return -ETIMEDOUT;
+		sock = proto_client_connect(path, left);
+		if (sock < 0)
+			return sock;
+		err = proto_client_hello(sock, id, nvectors, efds, left,
+					 welcome, fds, reason, reason_len);
+		if (!err)
+			return sock;
+		close(sock);
+		if (err != -EAGAIN && err != -ECONNRESET && err != -EPIPE)
+			return err;
+		usleep(5000);
+	}
 }

@@ -30,4 +30,15 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 		       struct proto_msg *welcome, int *fds,
 		       char *reason, size_t reason_len);
 
+/*
+ * Connect and say HELLO, as the two calls above, trying again while the
+ * mapper is busy (too many handshakes at once) or hangs up before
+ * answering, all within @timeout_ms.  Returns the socket (>= 0) with
+ * @welcome and @fds filled, or -errno.
+ */
+int proto_client_join(const char *path, uint32_t id, uint32_t nvectors,
+		      const int *efds, int timeout_ms,
+		      struct proto_msg *welcome, int *fds,
+		      char *reason, size_t reason_len);
+
 #endif

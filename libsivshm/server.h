@@ -16,8 +16,11 @@
 #include "geometry.h"
 #include "proto.h"
 
-/* Handshakes in progress at once; more connections are refused. */
-#define PROTO_MAX_PENDING	16
+/*
+ * Handshakes in progress at once; more connections are refused as busy.
+ * Room for a whole service joining at once, and a bound for a flood.
+ */
+#define PROTO_MAX_PENDING	64
 /* A connection that sends no HELLO in this time is dropped. */
 #define PROTO_HELLO_TIMEOUT_MS	2000
 /* Enough pollfds for the listener, the pending and the connected peers. */

@@ -200,7 +200,7 @@ int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
 {
 	int fds[PROTO_MAX_FDS];
 	struct proto_msg welcome;
-	char reason[PROTO_REASON_LEN];
+	char reason[PROTO_REASON_LEN] = "";
 	struct sivshm *sh;
 	uint32_t v;
 	int err;
@@ -219,20 +219,15 @@ int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
 			goto err_fds;
 		}
 	}
-	sh->sock = proto_client_connect(socket_path, timeout_ms);
+	sh->sock = proto_client_join(socket_path, id, nvectors, sh->own_fd,
+				     timeout_ms, &welcome, fds, reason,
+				     sizeof(reason));
 	if (sh->sock < 0) {
 		err = sh->sock;
-		sivshm_log("reducer %u: cannot reach the mapper at %s: %s", id,
-			   socket_path, strerror(-err));
+		sivshm_log("reducer %u: cannot join the mapper at %s: %s%s%s",
+			   id, socket_path, strerror(-err), *reason ? ": " : "",
+			   reason);
 		goto err_fds;
-	}
-	err = proto_client_hello(sh->sock, id, nvectors, sh->own_fd,
-				 timeout_ms, &welcome, fds, reason,
-				 sizeof(reason));
-	if (err) {
-		sivshm_log("reducer %u: handshake failed: %s%s%s", id,
-			   strerror(-err), *reason ? ": " : "", reason);
-		goto err_sock;
 	}
 	sh->geo.slice_size = welcome.welcome.slice_size;
 	sh->geo.region_size = welcome.welcome.region_size;

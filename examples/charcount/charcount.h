@@ -77,6 +77,24 @@ static inline uint64_t cc_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * When the service started, for its ready time: sivshm-run sets
+ * SIVSHM_RUN_T0 (CLOCK_MONOTONIC, ns) before it starts any process of it,
+ * ivshmem-server included, so every system is timed from the same point.
+ * Started by hand, a mapper counts from its own start, @fallback.
+ */
+static inline uint64_t cc_service_t0(uint64_t fallback)
+{
+	const char *s = getenv("SIVSHM_RUN_T0");
+	char *end;
+	uint64_t t0;
+
+	if (!s)
+		return fallback;
+	t0 = strtoull(s, &end, 10);
+	return *end || !t0 || t0 > fallback ? fallback : t0;
+}
+
 /* "1G", "512M", "64k" or plain bytes; exits on anything else. */
 static inline uint64_t cc_parse_size(const char *s)
 {

@@ -472,7 +472,7 @@ int main(int argc, char **argv)
 	int err;
 
 	path = parse_args(argc, argv, &job, &size);
-	t_open = cc_now_ns();
+	t_open = cc_service_t0(cc_now_ns());
 	err = open_job(&job, path, size);
 	if (err) {
 		close_job(&job);

@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	t_open = cc_now_ns();
+	t_open = cc_service_t0(cc_now_ns());
 	if (device)
 		err = sivshm_device_open(&job.sh, device, mo.flags);
 	else

@@ -453,7 +453,7 @@ int main(int argc, char **argv)
 			port, strerror(-lfd));
 		return 1;
 	}
-	t_listen = cc_now_ns();
+	t_listen = cc_service_t0(cc_now_ns());
 	if (!port)
 		print_port(lfd);
 	err = accept_reducers(&job, lfd);

@@ -420,10 +420,9 @@ static void sivshm_reducer_gone(void *opaque)
 static void sivshm_reducer_realize(SivshmState *s, Error **errp)
 {
     int own[SIVSHM_MAX_VECTORS], fds[PROTO_MAX_FDS];
-    char reason[PROTO_REASON_LEN];
+    char reason[PROTO_REASON_LEN] = "";
     struct proto_msg welcome;
     Error *local_err = NULL;
-    int err;
 
     if (s->id > SIVSHM_MAX_REDUCERS) {
         error_setg(errp, "sivshm: id %u is above %u", s->id,
@@ -444,18 +443,13 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
         sivshm_init_in(s, 0, v, own[v]);
     }
 
-    s->sock = proto_client_connect(s->socket_path, s->timeout_ms);
+    s->sock = proto_client_join(s->socket_path, s->id, s->nvectors, own,
+                                s->timeout_ms, &welcome, fds, reason,
+                                sizeof(reason));
     if (s->sock < 0) {
-        error_setg_errno(errp, -s->sock, "sivshm: no mapper answered on %s "
-                         "within %u ms", s->socket_path, s->timeout_ms);
-        return;
-    }
-    err = proto_client_hello(s->sock, s->id, s->nvectors, own,
-                             s->timeout_ms, &welcome, fds, reason,
-                             sizeof(reason));
-    if (err) {
-        error_setg_errno(errp, -err, "sivshm: the mapper at %s refused "
-                         "reducer %u%s%s", s->socket_path, s->id,
+        error_setg_errno(errp, -s->sock, "sivshm: reducer %u could not join "
+                         "the mapper at %s within %u ms%s%s", s->id,
+                         s->socket_path, s->timeout_ms,
                          *reason ? ": " : "", reason);
         return;
     }
