@@ -4,8 +4,8 @@ measured side by side in one run.  A benchmark, not a test: it reports
 figures (a table on stdout, a CSV file) and judges nothing.
 
 For each reducer count and each system it runs the same job (the same
-seeded random input) through sivshm-run and reads the mapper's result
-line.  Also measured in the same run:
+seeded random input) through sivshm-run --repeat times and reports the
+median of the mapper's result lines.  Also measured in the same run:
   - memcpy bandwidth at the mapper's thread count, in slot-sized chunks:
     the physical limit for Xfer;
   - ready time (all reducers connected and ready), sivshm against
@@ -65,7 +65,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--builddir", default=os.getcwd())
     ap.add_argument("--reducers", default="1,3,7,15,31")
-    ap.add_argument("--data", default="1G", help="input per job")
+    ap.add_argument("--data", default="512M", help="input per job")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per figure; the median is reported")
     ap.add_argument("--region", default="256M", help="shared region")
     ap.add_argument("--csv", default=None)
     args = ap.parse_args()
@@ -86,34 +88,44 @@ def main():
                    args.region, "--random", args.data, "--seed", "1"]
             if mode:
                 cmd += ["--mode", mode]
-            res, wall, cpu = run(cmd)
-            if res["count"] != res["direct"]:
-                raise RuntimeError("%s: count mismatch" % label)
-            xfer = float(res["xfer_s"])
+            runs = [run(cmd) for _ in range(args.repeat)]
+            for res, _, _ in runs:
+                if res["count"] != res["direct"]:
+                    raise RuntimeError("%s: count mismatch" % label)
+            res = runs[0][0]
+            xfer = statistics.median(float(r["xfer_s"]) for r, _, _ in runs)
             rows.append({
                 "reducers": n, "system": label,
                 "threads": res["threads"],
-                "xfer_s": xfer, "resp_s": float(res["resp_s"]),
+                "xfer_s": xfer,
+                "resp_s": statistics.median(float(r["resp_s"])
+                                            for r, _, _ in runs),
                 "copy_gib_s": int(res["bytes"]) / xfer / (1 << 30)
                 if xfer else 0,
-                "cpu_pct": 100.0 * cpu / (wall * ncpu),
+                "cpu_pct": statistics.median(100.0 * c / (w * ncpu)
+                                             for _, w, c in runs),
                 "count": res["count"],
             })
         threads = rows[-1]["threads"]
-        mb = parse_result(subprocess.run(
+        dests = -(-n // int(threads))
+        mbs = [parse_result(subprocess.run(
             [mbw, "--threads", threads, "--chunk", str(cap), "--bytes",
-             str(size(args.data))], capture_output=True, text=True,
-            check=True).stdout)
+             str(size(args.data)), "--dests", str(dests)],
+            capture_output=True, text=True, check=True).stdout)
+            for _ in range(args.repeat)]
         rows.append({"reducers": n, "system": "memcpy", "threads": threads,
-                     "xfer_s": float(mb["seconds"]), "resp_s": "",
-                     "copy_gib_s": float(mb["gib_s"]), "cpu_pct": "",
-                     "count": ""})
+                     "xfer_s": statistics.median(float(m["seconds"])
+                                                 for m in mbs),
+                     "resp_s": "",
+                     "copy_gib_s": statistics.median(float(m["gib_s"])
+                                                     for m in mbs),
+                     "cpu_pct": "", "count": ""})
         for label, prog in (("ready-sivshm", "charcount"),
                             ("ready-ivshmem", "charcount-ivshmem")):
             ready = [float(run([runner, prog, "--reducers", str(n),
                                 "--size", args.region, "--random", "1M",
                                 "--mode", "irq"])[0]["ready_ms"])
-                     for _ in range(3)]
+                     for _ in range(args.repeat)]
             rows.append({"reducers": n, "system": label, "threads": "",
                          "xfer_s": "", "resp_s": "", "copy_gib_s": "",
                          "cpu_pct": "", "count": "",

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Inside a test guest with a sivshm device:
+ *
+ *   sivshm-poke mark                 mapper: write each slot's markers
+ *   sivshm-poke isolation TIMEOUT_MS reducer: wait for our own markers, then
+ *                                    look for any other slot's through every
+ *                                    path a guest has (the driver's mmap,
+ *                                    BAR1 through sysfs, /dev/mem)
+ *   sivshm-poke fuzz SECONDS SEED    write random values to every BAR0 offset
+ *                                    (the doorbell included), any width
+ *
+ * The markers are "SIVSHM-MARKER-slot<j>" at four offsets of slot j.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/sivshm.h>
+
+#include "sivshm-regs.h"
+#include "vmtest.h"
+
+#define MARKER	"SIVSHM-MARKER-slot"
+
+static char sysdir[300];
+
+static unsigned long sysfs_hex(const char *dir, const char *file)
+{
+	char path[400], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return strtoul(buf, NULL, 16);
+}
+
+static void find_device(void)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *de;
+
+	VM_ASSERT_ERRNO(d, "/sys/bus/pci/devices");
+	while ((de = readdir(d))) {
+		char dir[300];
+
+		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", de->d_name);
+		if (sysfs_hex(dir, "vendor") == SIVSHM_PCI_VENDOR_ID &&
+		    sysfs_hex(dir, "device") == SIVSHM_PCI_DEVICE_ID) {
+			snprintf(sysdir, sizeof(sysdir), "%s", dir);
+			break;
+		}
+	}
+	closedir(d);
+	VM_ASSERT(sysdir[0], "no sivshm device");
+}
+
+/* Map a whole BAR through sysfs. */
+static void *map_bar(int bar, size_t *len, uint64_t *phys)
+{
+	char path[400], line[128];
+	struct stat st;
+	void *p;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/resource%d", sysdir, bar);
+	fd = open(path, O_RDWR | O_SYNC);
+	VM_ASSERT_ERRNO(fd >= 0, path);
+	VM_ASSERT_ERRNO(fstat(fd, &st) == 0, path);
+	*len = st.st_size;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	VM_ASSERT_ERRNO(p != MAP_FAILED, path);
+	close(fd);
+	if (phys) {
+		snprintf(path, sizeof(path), "%s/resource", sysdir);
+		f = fopen(path, "r");
+		VM_ASSERT_ERRNO(f, path);
+		for (int i = 0; i <= bar; i++)
+			VM_ASSERT(fgets(line, sizeof(line), f), "resource");
+		fclose(f);
+		*phys = strtoull(line, NULL, 16);
+	}
+	return p;
+}
+
+static int dev_open(struct sivshm_dev_info *info)
+{
+	int fd = open("/dev/sivshm0", O_RDWR);
+
+	VM_ASSERT_ERRNO(fd >= 0, "/dev/sivshm0");
+	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, info) == 0, "INFO");
+	return fd;
+}
+
+static void marker(char *buf, size_t len, uint32_t j)
+{
+	snprintf(buf, len, MARKER "%u", j);
+}
+
+static int mark(void)
+{
+	struct sivshm_dev_info info;
+	int fd = dev_open(&info);
+	uint8_t *mem;
+	char m[64];
+
+	VM_ASSERT(info.role == SIVSHM_ROLE_MAPPER, "not the mapper");
+	mem = mmap(NULL, info.mappable, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	for (uint32_t j = 0; j <= info.nreducers; j++) {
+		marker(m, sizeof(m), j);
+		for (int k = 0; k < 4; k++)
+			memcpy(mem + j * info.slice_size +
+			       k * (info.slice_size / 4), m, strlen(m) + 1);
+	}
+	__sync_synchronize();
+	printf("marked %u slots of %llu bytes\n", info.nreducers + 1,
+	       (unsigned long long)info.slice_size);
+	return 0;
+}
+
+/* Count markers of slot @own, fail on any other slot's. */
+static int scan(const volatile uint8_t *p, size_t len, uint32_t own,
+		const char *what)
+{
+	size_t mlen = strlen(MARKER);
+	int found = 0;
+
+	for (size_t off = 0; off + mlen + 2 <= len; off += 4096) {
+		char buf[32];
+
+		for (size_t i = 0; i < sizeof(buf) - 1; i++)
+			buf[i] = off + i < len ? p[off + i] : 0;
+		buf[sizeof(buf) - 1] = 0;
+		if (strncmp(buf, MARKER, mlen))
+			continue;
+		VM_ASSERT(strtoul(buf + mlen, NULL, 10) == own,
+			  "%s: %s at offset %zu", what, buf, off);
+		found++;
+	}
+	return found;
+}
+
+static int isolation(int timeout_ms)
+{
+	struct sivshm_dev_info info;
+	int fd = dev_open(&info), mem_fd, found = 0;
+	uint64_t phys;
+	size_t bar_len;
+	uint8_t *mem, *bar;
+	char m[64];
+
+	VM_ASSERT(info.role == SIVSHM_ROLE_REDUCER, "not a reducer");
+	VM_ASSERT(info.mappable == info.slice_size,
+		  "a reducer may map %llu bytes, its slice is %llu",
+		  (unsigned long long)info.mappable,
+		  (unsigned long long)info.slice_size);
+	mem = mmap(NULL, info.mappable, PROT_READ, MAP_SHARED, fd, 0);
+	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+
+	/* Wait for the mapper's markers in our slot. */
+	marker(m, sizeof(m), info.id);
+	for (int t = 0; strcmp((char *)mem, m); t += 10) {
+		VM_ASSERT(t < timeout_ms, "no marker in our slot");
+		usleep(10000);
+	}
+
+	/* 1. the driver's mapping, and no mapping past the slice */
+	VM_ASSERT(scan(mem, info.mappable, info.id, "mmap") == 4,
+		  "own markers missing");
+	VM_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd,
+		       info.slice_size) == MAP_FAILED && errno == EINVAL,
+		  "mmap past the slice did not fail with EINVAL");
+	VM_ASSERT(mmap(NULL, 2 * info.slice_size, PROT_READ, MAP_SHARED, fd,
+		       0) == MAP_FAILED && errno == EINVAL,
+		  "mmap of twice the slice did not fail with EINVAL");
+	VM_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd,
+		       1ULL << 40) == MAP_FAILED && errno == EINVAL,
+		  "mmap at a huge offset did not fail with EINVAL");
+
+	/* 2. the whole BAR1 container through sysfs */
+	bar = map_bar(SIVSHM_BAR_MEM, &bar_len, &phys);
+	found = scan(bar, bar_len, info.id, "BAR1");
+	VM_ASSERT(found == 4, "BAR1 shows %d own markers", found);
+	printf("BAR1: %zu bytes, slice %llu: only our own markers\n", bar_len,
+	       (unsigned long long)info.slice_size);
+
+	/* 3. /dev/mem over the same physical range, where it allows it */
+	mem_fd = open("/dev/mem", O_RDONLY | O_SYNC);
+	if (mem_fd >= 0) {
+		uint8_t *dm = mmap(NULL, bar_len, PROT_READ, MAP_SHARED,
+				   mem_fd, phys);
+
+		if (dm != MAP_FAILED) {
+			scan(dm, bar_len, info.id, "/dev/mem");
+			printf("/dev/mem: only our own markers\n");
+		} else {
+			printf("/dev/mem: mapping refused (%s)\n",
+			       strerror(errno));
+		}
+	}
+	return 0;
+}
+
+static int fuzz(int seconds, unsigned int seed)
+{
+	size_t len;
+	volatile uint8_t *regs = map_bar(SIVSHM_BAR_REGS, &len, NULL);
+	time_t end = time(NULL) + seconds;
+	unsigned long n = 0;
+
+	srandom(seed);
+	while (time(NULL) < end) {
+		uint32_t off = random() % len, val = random();
+
+		switch (random() % 4) {
+		case 0:
+			*(volatile uint8_t *)(regs + off) = val;
+			break;
+		case 1:
+			*(volatile uint16_t *)(regs + (off & ~1u)) = val;
+			break;
+		case 2:
+			*(volatile uint32_t *)(regs + (off & ~3u)) = val;
+			break;
+		case 3:
+			/* The doorbell with any peer and vector. */
+			*(volatile uint32_t *)(regs + SIVSHM_REG_DOORBELL) = val;
+			break;
+		}
+		(void)*(volatile uint32_t *)(regs + (random() % len & ~3u));
+		n++;
+	}
+	printf("fuzz: %lu random accesses to BAR0 in %d s\n", n, seconds);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	VM_ASSERT(argc >= 2, "usage: sivshm-poke mark|isolation|fuzz ...");
+	find_device();
+	if (!strcmp(argv[1], "mark"))
+		return mark();
+	if (!strcmp(argv[1], "isolation") && argc == 3)
+		return isolation(atoi(argv[2]));
+	if (!strcmp(argv[1], "fuzz") && argc == 4)
+		return fuzz(atoi(argv[2]), strtoul(argv[3], NULL, 0));
+	VM_ASSERT(0, "unknown command %s", argv[1]);
+}
