@@ -130,5 +130,6 @@ else
 fi
 
 if [ -n "$outlink" ]; then
+	mkdir -p "$(dirname "$outlink")"
 	ln -sfn "$out" "$outlink"
 fi

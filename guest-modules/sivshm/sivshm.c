@@ -370,6 +370,8 @@ static int sivshm_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = pcim_enable_device(pdev);
 	if (ret)
 		return ret;
+	/* MSI-X messages are writes by the device: it must be bus master. */
+	pci_set_master(pdev);
 	ret = pcim_iomap_regions(pdev, BIT(SIVSHM_BAR_REGS), KBUILD_MODNAME);
 	if (ret)
 		return ret;

@@ -72,5 +72,6 @@ else
 fi
 
 if [ -n "$outlink" ]; then
+	mkdir -p "$(dirname "$outlink")"
 	ln -sfn "$out" "$outlink"
 fi

@@ -16,8 +16,13 @@ def test():
     mapper = svc.guest(0, "charcount-mapper --device /dev/sivshm0 "
                        "--random 16M --mode %s --threads 1 "
                        "--timeout 200000\n" % MODE)
+    # In interrupt mode the doorbells must really have arrived (a reducer
+    # that only ever timed out and re-checked its mailbox would pass too).
+    irqs = ("n=$(awk '/sivshm0/ { n += $2 + $3 } END { print n + 0 }' "
+            "/proc/interrupts)\necho \"sivshm interrupts: $n\"\n"
+            "test \"$n\" -gt 0\n") if MODE == "irq" else ""
     reducers = [svc.guest(j, "charcount-reducer --device /dev/sivshm0 "
-                          "--mode %s --timeout 200000\n" % MODE)
+                          "--mode %s --timeout 200000\n%s" % (MODE, irqs))
                 for j in (1, 2, 3)]
     runs = svc.start(mapper, reducers)
     results = [r.wait(400) for r in runs]

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Interrupt ping-pong between a mapper VM and a reducer VM through the
+ * sivshm device, counting every interrupt that reaches the program:
+ *
+ *   sivshm-pingpong mapper ROUNDS PEER eventfd|signal
+ *   sivshm-pingpong reducer ROUNDS eventfd|signal
+ *
+ * Strictly one interrupt is in flight at a time, so each wait must see
+ * exactly one: an eventfd read returning more (or a second SIGUSR1) is a
+ * spurious interrupt, a wait that times out a lost one.  After the last
+ * round neither side may receive anything more.  The reducer announces
+ * itself through a flag in its slot before the first ping.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/sivshm.h>
+
+#include "sivshm.h"
+#include "vmtest.h"
+
+#define READY	0x5245414459ULL		/* "READY" */
+
+static int use_signal, is_mapper;
+static sigset_t usr1;
+
+/* Wait for one interrupt; returns how many arrived (0: none in @ms). */
+static uint64_t wait_one(struct sivshm *sh, int ms)
+{
+	if (use_signal) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		return sigtimedwait(&usr1, NULL, &ts) == SIGUSR1 ? 1 : 0;
+	} else {
+		struct pollfd pfd = {
+			/* A guest mapper has one fd per vector: peer 1's. */
+			.fd = sivshm_eventfd(sh, is_mapper ? 1 : 0, 0),
+			.events = POLLIN,
+		};
+		uint64_t n = 0;
+
+		if (poll(&pfd, 1, ms) == 1)
+			VM_ASSERT_ERRNO(read(pfd.fd, &n, sizeof(n)) == sizeof(n),
+					"eventfd read");
+		return n;
+	}
+}
+
+static void want_signals(void)
+{
+	struct sivshm_signal sig = { .signo = SIGUSR1, .vector_mask = 1 };
+	int fd = open("/dev/sivshm0", O_RDWR);	/* kept open */
+
+	VM_ASSERT_ERRNO(fd >= 0, "/dev/sivshm0");
+	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_SET_SIGNAL, &sig) == 0,
+			"SET_SIGNAL");
+}
+
+int main(int argc, char **argv)
+{
+	struct sivshm *sh;
+	struct sivshm_info info;
+	volatile uint64_t *flag;
+	int mapper, rounds;
+	uint64_t ready;
+	uint32_t peer = 0;
+	struct timespec t0, t1;
+
+	VM_ASSERT(argc >= 4, "usage: sivshm-pingpong mapper|reducer ROUNDS "
+		  "[PEER] eventfd|signal");
+	mapper = is_mapper = !strcmp(argv[1], "mapper");
+	rounds = atoi(argv[2]);
+	if (mapper)
+		peer = strtoul(argv[3], NULL, 0);
+	use_signal = !strcmp(argv[argc - 1], "signal");
+	/* Each mode's run has its own ready value, so runs can follow. */
+	ready = READY + use_signal;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	VM_ASSERT(sivshm_device_open(&sh, "/dev/sivshm0", 0) == 0, "open");
+	sivshm_get_info(sh, &info);
+	if (use_signal)
+		want_signals();
+
+	if (mapper) {
+		flag = sivshm_slot(sh, peer);
+		VM_ASSERT(flag, "no slot %u", peer);
+		for (int t = 0; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != ready;
+		     t++) {
+			VM_ASSERT(t < 60000, "reducer %u never ready", peer);
+			usleep(1000);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < rounds; i++) {
+			uint64_t n;
+
+			VM_ASSERT(sivshm_notify(sh, peer, 0) == 0, "notify");
+			n = wait_one(sh, 10000);
+			VM_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
+				  (unsigned long long)n, n ? "spurious" : "lost");
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		VM_ASSERT(wait_one(sh, 500) == 0, "spurious interrupt after");
+		printf("pingpong %s: %d round trips, each interrupt exactly once, "
+		       "%.1f us per round trip\n", argv[argc - 1], rounds,
+		       ((t1.tv_sec - t0.tv_sec) * 1e9 +
+			(t1.tv_nsec - t0.tv_nsec)) / rounds / 1e3);
+	} else {
+		flag = sivshm_slot(sh, info.id);
+		__atomic_store_n(flag, ready, __ATOMIC_RELEASE);
+		for (int i = 0; i < rounds; i++) {
+			uint64_t n = wait_one(sh, 60000);
+
+			VM_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
+				  (unsigned long long)n, n ? "spurious" : "lost");
+			VM_ASSERT(sivshm_notify(sh, 0, 0) == 0, "notify");
+		}
+		VM_ASSERT(wait_one(sh, 1000) == 0, "spurious interrupt after");
+		printf("pingpong %s: %d interrupts, each exactly once\n",
+		       argv[argc - 1], rounds);
+	}
+	sivshm_close(sh);
+	return 0;
+}
