@@ -97,6 +97,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "reducer: %s is the mapper's device\n", device);
 		return 1;
 	}
+	printf("reducer %u: joined, %llu-byte slot\n", id,
+	       (unsigned long long)info.slice_size);
+	fflush(stdout);
 	mb = sivshm_slot(sh, id);
 	data = (uint8_t *)mb + SIVSHM_MBOX_SIZE;
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "hostile.h"
 #include "client.h"
 #include "proto.h"
 #include "server.h"
@@ -33,77 +34,6 @@ static void count_log(const char *msg)
 	    strstr(msg, "left"))
 		refusals_logged++;
 	fprintf(stderr, "  log: %s\n", msg);
-}
-
-static int raw_connect(void)
-{
-	int fd = proto_client_connect(sock_path, 2000);
-
-	T_ASSERT(fd >= 0, "connect: %s", strerror(-fd));
-	return fd;
-}
-
-static void raw_send(int fd, const void *buf, size_t len, const int *fds,
-		     unsigned int nfds)
-{
-	char ctl[CMSG_SPACE(sizeof(int) * 64)] = { 0 };
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (nfds) {
-		struct cmsghdr *c;
-
-		mh.msg_control = ctl;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
-	T_ASSERT(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)len, "sendmsg: %s",
-		 strerror(errno));
-}
-
-static void hello_bytes(uint8_t *buf, uint32_t id, uint32_t nvec)
-{
-	struct proto_msg m = {
-		.version = PROTO_VERSION, .type = PROTO_HELLO,
-		.hello = { .id = id, .nvectors = nvec },
-	};
-
-	T_EQ(proto_encode(&m, buf, PROTO_BUF_SIZE), PROTO_HELLO_SIZE);
-}
-
-static void eventfds(int *fds, unsigned int n)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		fds[i] = eventfd(0, EFD_CLOEXEC);
-		T_ASSERT(fds[i] >= 0, "eventfd");
-	}
-}
-
-/* Expect a REFUSE with @code, then the mapper hanging up. */
-static void expect_refuse(int fd, uint32_t code, const char *what)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	uint8_t buf[PROTO_BUF_SIZE];
-	struct proto_msg m;
-	const char *why;
-	unsigned int nfds;
-	int fds[PROTO_MAX_FDS], n;
-
-	T_ASSERT(poll(&pfd, 1, 3000) == 1, "%s: no answer", what);
-	n = proto_recv(fd, buf, fds, &nfds);
-	T_ASSERT(n > 0, "%s: no REFUSE (%d)", what, n);
-	T_EQ(proto_decode(buf, n, nfds, &m, &why), 0);
-	T_EQ(m.type, PROTO_REFUSE);
-	T_ASSERT(m.refuse.code == code, "%s: refused with %u, expected %u (%s)",
-		 what, m.refuse.code, code, m.refuse.reason);
-	T_ASSERT(poll(&pfd, 1, 3000) == 1, "%s: connection left open", what);
-	T_EQ(proto_recv(fd, buf, fds, &nfds), 0);
-	close(fd);
-	printf("refused as expected: %s (%s)\n", what, m.refuse.reason);
 }
 
 static void ping_pong(struct sivshm *mapper, struct sivshm *red, uint32_t id)
@@ -152,66 +82,11 @@ int main(void)
 	T_EQ(sivshm_reducer_open(&dup, sock_path, 1, NVEC, 0, 2000),
 	     -EADDRINUSE);
 
-	fd = raw_connect();
-	hello_bytes(buf, 2, NVEC);
-	buf[4] = 2;
-	eventfds(efd, NVEC);
-	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
-	expect_refuse(fd, PROTO_E_VERSION, "wrong version");
-
-	fd = raw_connect();
-	hello_bytes(buf, 0, NVEC);
-	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
-	expect_refuse(fd, PROTO_E_ID_RANGE, "id 0");
-
-	fd = raw_connect();
-	hello_bytes(buf, NRED + 1, NVEC);
-	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
-	expect_refuse(fd, PROTO_E_ID_RANGE, "id above N");
-
-	fd = raw_connect();
-	hello_bytes(buf, 2, NVEC);
-	raw_send(fd, buf, PROTO_HELLO_SIZE - 4, efd, NVEC);
-	expect_refuse(fd, PROTO_E_MALFORMED, "truncated HELLO");
-
-	fd = raw_connect();
-	memset(buf, 0xab, sizeof(buf));
-	hello_bytes(buf, 2, NVEC);
-	raw_send(fd, buf, sizeof(buf), efd, NVEC);
-	expect_refuse(fd, PROTO_E_MALFORMED, "oversized HELLO");
-
-	fd = raw_connect();
-	memset(buf, 0x5a, 64);
-	raw_send(fd, buf, 64, NULL, 0);
-	expect_refuse(fd, PROTO_E_MALFORMED, "garbage");
-
-	fd = raw_connect();
-	hello_bytes(buf, 2, NVEC);
-	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC - 1);
-	expect_refuse(fd, PROTO_E_FDS, "too few fds");
-
-	fd = raw_connect();
-	eventfds(efd, 40);
-	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, 40);
-	expect_refuse(fd, PROTO_E_FDS, "too many fds");
-	for (int i = 0; i < 40; i++)
-		close(efd[i]);
-
-	fd = raw_connect();
-	T_EQ(pipe(efd), 0);
-	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC);
-	expect_refuse(fd, PROTO_E_FDS, "pipes instead of eventfds");
-	close(efd[0]);
-	close(efd[1]);
-
-	fd = raw_connect();
-	hello_bytes(buf, 2, NVEC + 1);
-	eventfds(efd, NVEC + 1);
-	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, NVEC + 1);
-	expect_refuse(fd, PROTO_E_VECTORS, "vector count mismatch");
+	/* Every malformed or unwelcome HELLO, while reducer 1 is connected. */
+	hostile_refusals(sock_path, NRED, NVEC, 1, 2);
 
 	/* A silent peer is dropped at the HELLO timeout. */
-	fd = raw_connect();
+	fd = raw_connect_to(sock_path);
 	t0 = time(NULL);
 	{
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -227,7 +102,7 @@ int main(void)
 
 	/* A flood of connections: those beyond the pending limit are refused. */
 	for (int i = 0; i < PROTO_MAX_PENDING + 24; i++)
-		conns[i] = raw_connect();
+		conns[i] = raw_connect_to(sock_path);
 	{
 		int busy = 0;
 
@@ -252,7 +127,7 @@ int main(void)
 		struct pollfd pfd;
 		ssize_t n;
 
-		fd = raw_connect();
+		fd = raw_connect_to(sock_path);
 		eventfds(efd, NVEC);
 		T_EQ(proto_client_hello(fd, 3, NVEC, efd, 2000, &w, wfds,
 					reason, sizeof(reason)), 0);
@@ -287,7 +162,7 @@ int main(void)
 		char reason[PROTO_REASON_LEN];
 		uint64_t full = 0xfffffffffffffffeULL;
 
-		fd = raw_connect();
+		fd = raw_connect_to(sock_path);
 		for (int v = 0; v < NVEC; v++) {
 			efd[v] = eventfd(0, EFD_CLOEXEC);	/* blocking */
 			T_EQ(write(efd[v], &full, sizeof(full)), sizeof(full));

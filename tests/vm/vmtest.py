@@ -26,6 +26,7 @@ Configuration comes from the environment, set by tests/runtests.py:
     SIVSHM_ACCEL      kvm or tcg (probed once by the runner)
 """
 
+import atexit
 import os
 import re
 import shutil
@@ -438,6 +439,16 @@ class Guest:
         return argv + self.qemu_args
 
 
+_running = []
+
+
+@atexit.register
+def _kill_leftovers():
+    """A test that fails early leaves no guest running behind it."""
+    for run in _running:
+        run.kill()
+
+
 class Running:
     """A booted guest on the host."""
 
@@ -466,6 +477,7 @@ class Running:
             stdout=None if guest.hold else subprocess.DEVNULL,
             stderr=self.stderr, start_new_session=True)
         self.result = None
+        _running.append(self)
 
     def wait(self, timeout):
         if self.result:
