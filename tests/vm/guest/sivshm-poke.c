@@ -9,6 +9,11 @@
  *                                    BAR1 through sysfs, /dev/mem)
  *   sivshm-poke fuzz SECONDS SEED    write random values to every BAR0 offset
  *                                    (the doorbell included), any width
+ *   sivshm-poke check-marks          mapper: every slot still has its markers
+ *   sivshm-poke wait-request TIMEOUT_MS
+ *                                    reducer: wait until the mapper has posted
+ *                                    a request in our mailbox, say so, and
+ *                                    hang there (a reducer that dies mid-job)
  *
  * The markers are "SIVSHM-MARKER-slot<j>" at four offsets of slot j.
  */
@@ -108,17 +113,55 @@ static void marker(char *buf, size_t len, uint32_t j)
 	snprintf(buf, len, MARKER "%u", j);
 }
 
-static int mark(void)
+static uint8_t *map_all(struct sivshm_dev_info *info, int prot)
+{
+	int fd = dev_open(info);
+	uint8_t *mem = mmap(NULL, info->mappable, prot, MAP_SHARED, fd, 0);
+
+	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	return mem;
+}
+
+static int check_marks(void)
 {
 	struct sivshm_dev_info info;
-	int fd = dev_open(&info);
-	uint8_t *mem;
+	uint8_t *mem = map_all(&info, PROT_READ);
 	char m[64];
 
 	VM_ASSERT(info.role == SIVSHM_ROLE_MAPPER, "not the mapper");
-	mem = mmap(NULL, info.mappable, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   fd, 0);
-	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	for (uint32_t j = 0; j <= info.nreducers; j++) {
+		marker(m, sizeof(m), j);
+		for (int k = 0; k < 4; k++)
+			VM_ASSERT(!strcmp((char *)mem + j * info.slice_size +
+					  k * (info.slice_size / 4), m),
+				  "slot %u lost marker %d", j, k);
+	}
+	printf("all %u slots kept their markers\n", info.nreducers + 1);
+	return 0;
+}
+
+static int wait_request(int timeout_ms)
+{
+	struct sivshm_dev_info info;
+	volatile uint64_t *req_seq = (uint64_t *)map_all(&info, PROT_READ);
+
+	for (int t = 0; !*req_seq; t += 10) {
+		VM_ASSERT(t < timeout_ms, "no request came");
+		usleep(10000);
+	}
+	printf("request %llu pending\n", (unsigned long long)*req_seq);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static int mark(void)
+{
+	struct sivshm_dev_info info;
+	uint8_t *mem = map_all(&info, PROT_READ | PROT_WRITE);
+	char m[64];
+
+	VM_ASSERT(info.role == SIVSHM_ROLE_MAPPER, "not the mapper");
 	for (uint32_t j = 0; j <= info.nreducers; j++) {
 		marker(m, sizeof(m), j);
 		for (int k = 0; k < 4; k++)
@@ -255,6 +298,10 @@ int main(int argc, char **argv)
 		return mark();
 	if (!strcmp(argv[1], "isolation") && argc == 3)
 		return isolation(atoi(argv[2]));
+	if (!strcmp(argv[1], "check-marks"))
+		return check_marks();
+	if (!strcmp(argv[1], "wait-request") && argc == 3)
+		return wait_request(atoi(argv[2]));
 	if (!strcmp(argv[1], "fuzz") && argc == 4)
 		return fuzz(atoi(argv[2]), strtoul(argv[3], NULL, 0));
 	VM_ASSERT(0, "unknown command %s", argv[1]);

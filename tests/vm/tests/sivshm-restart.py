@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Lifetimes in VMs.  A reducer VM killed in the middle of a job (its
+request and data posted in its slot, unanswered) and started again with
+the same id finds its slot data intact: it answers that request and the
+job ends with the right total, the other reducers undisturbed.  A mapper
+VM restarted with unlink=off reattaches the region its first incarnation
+left in the backing directory."""
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from vmtest import Running, builddir, check, main
+from sivshm import Service
+
+
+def reducer_restart(poke):
+    svc = Service("rr", 3)
+    mapper = svc.guest(0, "charcount-mapper --device /dev/sivshm0 "
+                       "--random 16M --mode irq --threads 1 "
+                       "--timeout 300000\n")
+    worker = "charcount-reducer --device /dev/sivshm0 --mode irq " \
+             "--timeout 300000\n"
+    first = svc.guest(2, "sivshm-poke wait-request 200000\n", programs=poke)
+    runs = svc.start(mapper, [svc.guest(1, worker), first,
+                              svc.guest(3, worker)])
+    for _ in range(2400):
+        with open(runs[2].console, errors="replace") as f:
+            if "pending" in f.read():
+                break
+        time.sleep(0.1)
+    else:
+        check(False, "reducer 2 never saw its request")
+    runs[2].kill()
+    runs[2].wait(30)
+    again = svc.guest(2, worker)
+    again.name = "rr-reducer2-again"
+    runs[2] = Running(again, svc.d)
+    results = [r.wait(400) for r in runs]
+    for r in results:
+        check(r.outcome == "pass", r.describe())
+    check(": match)" in results[0].text(), results[0].text())
+    print("reducer 2 killed mid-job and restarted: " +
+          next(l for l in results[0].text().splitlines() if "occurs" in l))
+
+
+def mapper_restart(poke):
+    d = tempfile.mkdtemp(prefix="sivshm-persist-", dir="/dev/shm")
+    try:
+        svc = Service("mr", 2, size="8M", extra=",unlink=off,dir=" + d)
+        r1 = svc.start(svc.guest(0, "sivshm-poke mark\n", programs=poke),
+                       [])[0].wait(200)
+        check(r1.outcome == "pass", r1.describe())
+        check(sorted(os.listdir(d)) == ["mr-%d.slot%d" % (os.getpid(), j)
+                                        for j in range(3)],
+              "slot files: %s" % os.listdir(d))
+        again = svc.guest(0, "sivshm-poke check-marks\n", programs=poke)
+        again.name = "mr-mapper-again"
+        r2 = svc.start(again, [])[0].wait(200)
+        check(r2.outcome == "pass", r2.describe() + "\n" + r2.text())
+        print("mapper restarted with unlink=off: " + r2.text().strip())
+    finally:
+        shutil.rmtree(d)
+
+
+def test():
+    poke = [builddir("tests", "vm", "guest", "sivshm-poke")]
+    reducer_restart(poke)
+    mapper_restart(poke)
+
+
+main(test)
