@@ -25,13 +25,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-if [ -n "${SIVSHM_CACHE:-}" ]; then
-	cache=$SIVSHM_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-	cache=/var/cache/sivshm-kvm
-else
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sivshm-kvm
-fi
+. "$(dirname "$0")/../scripts/cache-dir.sh"
 jobs=${JOBS:-$(nproc)}
 outlink=${1:-}
 

@@ -95,6 +95,44 @@ static inline uint64_t cc_service_t0(uint64_t fallback)
 	return *end || !t0 || t0 > fallback ? fallback : t0;
 }
 
+/* What a mapper prints at the end: for people, then one line for scripts. */
+struct cc_result {
+	const char *prog;	/* "charcount", "charcount-tcp", ... */
+	const char *mode;	/* "poll", "irq", "tcp" */
+	uint8_t ch;
+	uint32_t nreducers;
+	uint32_t nthreads;
+	uint64_t bytes;
+	uint64_t count;		/* what the reducers answered */
+	uint64_t direct;	/* what the mapper counted itself */
+	uint64_t xfer_ns;
+	uint64_t resp_ns;
+	uint64_t job_ns;
+	uint64_t ready_ns;
+	int fail;
+};
+
+/* The "result" line is what make bench parses: keep its keys stable. */
+static inline int cc_report(const struct cc_result *r)
+{
+	int ok = r->count == r->direct && !r->fail;
+
+	printf("%s: '%c' occurs %llu times (direct count %llu: %s)\n",
+	       r->prog, r->ch, (unsigned long long)r->count,
+	       (unsigned long long)r->direct, ok ? "match" : "MISMATCH");
+	printf("%s: Xfer %.3f s (%.2f GiB/s), Resp %.3f s, job %.3f s\n",
+	       r->prog, r->xfer_ns / 1e9,
+	       r->xfer_ns ? r->bytes / (r->xfer_ns / 1e9) / (1 << 30) : 0.0,
+	       r->resp_ns / 1e9, r->job_ns / 1e9);
+	printf("result reducers=%u mode=%s threads=%u bytes=%llu count=%llu "
+	       "direct=%llu xfer_s=%.6f resp_s=%.6f job_s=%.6f ready_ms=%.3f\n",
+	       r->nreducers, r->mode, r->nthreads,
+	       (unsigned long long)r->bytes, (unsigned long long)r->count,
+	       (unsigned long long)r->direct, r->xfer_ns / 1e9,
+	       r->resp_ns / 1e9, r->job_ns / 1e9, r->ready_ns / 1e6);
+	return ok ? 0 : 1;
+}
+
 /* "1G", "512M", "64k" or plain bytes; exits on anything else. */
 static inline uint64_t cc_parse_size(const char *s)
 {

@@ -418,22 +418,15 @@ static void report(struct job *job, uint64_t count, uint64_t direct,
 		   int fail, uint64_t xfer, uint64_t resp, uint64_t job_ns,
 		   uint64_t ready_ns)
 {
-	const char *mode = job->irq ? "irq" : "poll";
+	struct cc_result r = {
+		.prog = "charcount-ivshmem", .mode = job->irq ? "irq" : "poll", .ch = job->ch,
+		.nreducers = job->nreducers, .nthreads = job->nthreads,
+		.bytes = job->total, .count = count, .direct = direct,
+		.xfer_ns = xfer, .resp_ns = resp, .job_ns = job_ns,
+		.ready_ns = ready_ns, .fail = fail,
+	};
 
-	printf("charcount-ivshmem: '%c' occurs %llu times (direct count %llu: "
-	       "%s)\n", job->ch, (unsigned long long)count,
-	       (unsigned long long)direct,
-	       count == direct && !fail ? "match" : "MISMATCH");
-	printf("charcount-ivshmem: Xfer %.3f s (%.2f GiB/s), Resp %.3f s, "
-	       "job %.3f s\n", xfer / 1e9,
-	       xfer ? job->total / (xfer / 1e9) / (1 << 30) : 0.0,
-	       resp / 1e9, job_ns / 1e9);
-	printf("result reducers=%u mode=%s threads=%u bytes=%llu count=%llu "
-	       "direct=%llu xfer_s=%.6f resp_s=%.6f job_s=%.6f ready_ms=%.3f\n",
-	       job->nreducers, mode, job->nthreads,
-	       (unsigned long long)job->total, (unsigned long long)count,
-	       (unsigned long long)direct, xfer / 1e9, resp / 1e9,
-	       job_ns / 1e9, ready_ns / 1e6);
+	cc_report(&r);
 }
 
 /* Connect, map, and wait for the reducers: 0, or a negative errno. */

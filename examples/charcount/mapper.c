@@ -315,19 +315,14 @@ int main(int argc, char **argv)
 	for (uint32_t j = 1; j <= job.nreducers && !fail; j++)
 		wait_response(&job, j, job.rounds + 1, (uint64_t[SIVSHM_MBOX_WORDS]){ 0 });
 
-	printf("charcount: '%c' occurs %llu times (direct count %llu: %s)\n",
-	       job.ch, (unsigned long long)count, (unsigned long long)direct,
-	       count == direct && !fail ? "match" : "MISMATCH");
-	printf("charcount: Xfer %.3f s (%.2f GiB/s), Resp %.3f s, job %.3f s\n",
-	       xfer / 1e9, xfer ? job.total / (xfer / 1e9) / (1 << 30) : 0.0,
-	       resp / 1e9, (t_end - t_start) / 1e9);
-	printf("result reducers=%u mode=%s threads=%u bytes=%llu count=%llu "
-	       "direct=%llu xfer_s=%.6f resp_s=%.6f job_s=%.6f ready_ms=%.3f\n",
-	       job.nreducers, job.irq ? "irq" : "poll", job.nthreads,
-	       (unsigned long long)job.total, (unsigned long long)count,
-	       (unsigned long long)direct, xfer / 1e9, resp / 1e9,
-	       (t_end - t_start) / 1e9, (t_ready - t_open) / 1e6);
 	free(w);
 	sivshm_close(job.sh);
-	return count == direct && !fail ? 0 : 1;
+	return cc_report(&(struct cc_result) {
+		.prog = "charcount", .mode = job.irq ? "irq" : "poll",
+		.ch = job.ch, .nreducers = job.nreducers,
+		.nthreads = job.nthreads, .bytes = job.total, .count = count,
+		.direct = direct, .xfer_ns = xfer, .resp_ns = resp,
+		.job_ns = t_end - t_start, .ready_ns = t_ready - t_open,
+		.fail = fail,
+	});
 }

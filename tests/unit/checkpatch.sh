@@ -5,13 +5,7 @@
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -n "${SIVSHM_CACHE:-}" ]; then
-	cache=$SIVSHM_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-	cache=/var/cache/sivshm-kvm
-else
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sivshm-kvm
-fi
+. "$(dirname "$0")/../../scripts/cache-dir.sh"
 
 tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n 1)
 if [ -z "$tarball" ]; then

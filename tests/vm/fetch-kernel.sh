@@ -11,13 +11,7 @@
 # cache.  Usage: fetch-kernel.sh [OUTLINK]
 set -eu
 
-if [ -n "${SIVSHM_CACHE:-}" ]; then
-	cache=$SIVSHM_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-	cache=/var/cache/sivshm-kvm
-else
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sivshm-kvm
-fi
+. "$(dirname "$0")/../../scripts/cache-dir.sh"
 outlink=${1:-}
 
 die() { echo "fetch-kernel: $*" >&2; exit 1; }
