@@ -48,7 +48,7 @@ pkgs="$pkgs ninja-build meson python3 libglib2.0-dev libpixman-1-dev
 pkgs="$pkgs clang libclang-rt-14-dev"
 # the VM test harness: initramfs, guest firmware, in-tree module handling;
 # linux-source for checkpatch.pl
-pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu
+pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms openssl
 	linux-source-6.1"
 
 # shellcheck disable=SC2086
