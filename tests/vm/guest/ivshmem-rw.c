@@ -21,21 +21,6 @@
 #define IVSHMEM_VENDOR	0x1af4
 #define IVSHMEM_DEVICE	0x1110
 
-static unsigned long read_hex(const char *dir, const char *file)
-{
-	char path[512], buf[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	return strtoul(buf, NULL, 16);
-}
-
 static int open_bar2(size_t *size)
 {
 	const char *base = "/sys/bus/pci/devices";
@@ -51,8 +36,8 @@ static int open_bar2(size_t *size)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
-		if (read_hex(dir, "vendor") != IVSHMEM_VENDOR ||
-		    read_hex(dir, "device") != IVSHMEM_DEVICE)
+		if (vm_sysfs_hex(dir, "vendor") != IVSHMEM_VENDOR ||
+		    vm_sysfs_hex(dir, "device") != IVSHMEM_DEVICE)
 			continue;
 		snprintf(path, sizeof(path), "%s/resource2", dir);
 		fd = open(path, O_RDWR | O_SYNC);

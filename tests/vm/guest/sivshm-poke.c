@@ -35,21 +35,6 @@
 
 static char sysdir[300];
 
-static unsigned long sysfs_hex(const char *dir, const char *file)
-{
-	char path[400], buf[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	return strtoul(buf, NULL, 16);
-}
-
 static void find_device(void)
 {
 	DIR *d = opendir("/sys/bus/pci/devices");
@@ -60,8 +45,8 @@ static void find_device(void)
 		char dir[300];
 
 		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", de->d_name);
-		if (sysfs_hex(dir, "vendor") == SIVSHM_PCI_VENDOR_ID &&
-		    sysfs_hex(dir, "device") == SIVSHM_PCI_DEVICE_ID) {
+		if (vm_sysfs_hex(dir, "vendor") == SIVSHM_PCI_VENDOR_ID &&
+		    vm_sysfs_hex(dir, "device") == SIVSHM_PCI_DEVICE_ID) {
 			snprintf(sysdir, sizeof(sysdir), "%s", dir);
 			break;
 		}

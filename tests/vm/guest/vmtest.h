@@ -24,4 +24,20 @@
 #define VM_ASSERT_ERRNO(cond, what)						\
 	VM_ASSERT(cond, "%s: %s", what, strerror(errno))
 
+/* A sysfs attribute in hex (a PCI vendor or device id), 0 if unreadable. */
+static inline unsigned long vm_sysfs_hex(const char *dir, const char *file)
+{
+	char path[1024], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return strtoul(buf, NULL, 16);
+}
+
 #endif
