@@ -34,11 +34,9 @@
 #include <unistd.h>
 
 #include "charcount.h"
+#include "tcp-wire.h"
 #include "sivshm.h"
 
-/* The largest chunk; charcount-tcp-reducer refuses more. */
-#define TCP_MAX_CHUNK	(1ULL << 30)
-#define TCP_EXIT	UINT64_MAX
 /* How long a new connection may take to say who it is. */
 #define TCP_HELLO_MS	5000
 
@@ -66,65 +64,16 @@ struct worker {
 	int err;
 };
 
-static int send_all(int fd, const void *buf, size_t len, int flags)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, flags | MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int recv_all(int fd, void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int set_timeouts(int fd, int timeout_ms)
-{
-	struct timeval tv = {
-		.tv_sec = timeout_ms / 1000,
-		.tv_usec = (timeout_ms % 1000) * 1000,
-	};
-
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
-		return -errno;
-	return 0;
-}
-
 static int send_chunk(int fd, uint64_t len, uint8_t ch, const void *data)
 {
 	uint64_t hdr[2] = { htole64(len), htole64(ch) };
 	int err;
 
-	err = send_all(fd, hdr, sizeof(hdr), len && len != TCP_EXIT ?
+	err = tcp_send_all(fd, hdr, sizeof(hdr), len && len != TCP_EXIT ?
 		       MSG_MORE : 0);
 	if (err || len == TCP_EXIT || !len)
 		return err;
-	return send_all(fd, data, len, 0);
+	return tcp_send_all(fd, data, len, 0);
 }
 
 /* Reducer @j's count for a @len-byte chunk; it is untrusted, so bounded. */
@@ -132,7 +81,7 @@ static int recv_count(struct job *job, uint32_t j, uint64_t len,
 		      uint64_t *count)
 {
 	uint64_t le;
-	int err = recv_all(job->fd[j], &le, sizeof(le));
+	int err = tcp_recv_all(job->fd[j], &le, sizeof(le));
 
 	if (err) {
 		fprintf(stderr, "charcount-tcp: reducer %u did not answer: "
@@ -247,9 +196,9 @@ static int hello(struct job *job, int fd)
 
 	if (poll(&pfd, 1, TCP_HELLO_MS) != 1)
 		return -ETIMEDOUT;
-	err = set_timeouts(fd, TCP_HELLO_MS);
+	err = tcp_set_timeouts(fd, TCP_HELLO_MS);
 	if (!err)
-		err = recv_all(fd, &le, sizeof(le));
+		err = tcp_recv_all(fd, &le, sizeof(le));
 	if (err)
 		return err;
 	j = le32toh(le);
@@ -259,9 +208,9 @@ static int hello(struct job *job, int fd)
 	}
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		return -errno;
-	err = set_timeouts(fd, job->timeout_ms);
+	err = tcp_set_timeouts(fd, job->timeout_ms);
 	if (!err)
-		err = send_all(fd, &cap, sizeof(cap), 0);
+		err = tcp_send_all(fd, &cap, sizeof(cap), 0);
 	if (err)
 		return err;
 	job->fd[j] = fd;
@@ -309,7 +258,7 @@ static void drain(struct job *job)
 		if (job->fd[j] < 0)
 			continue;
 		shutdown(job->fd[j], SHUT_WR);
-		set_timeouts(job->fd[j], 5000);
+		tcp_set_timeouts(job->fd[j], 5000);
 		while (recv(job->fd[j], &c, 1, 0) > 0)
 			;
 		close(job->fd[j]);

@@ -21,60 +21,16 @@
 #include <unistd.h>
 
 #include "charcount.h"
+#include "tcp-wire.h"
 
-/* Must match charcount-tcp-mapper. */
-#define TCP_MAX_CHUNK	(1ULL << 30)
-#define TCP_EXIT	UINT64_MAX
-
-static int recv_all(int fd, void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (n == 0)
-			return -ECONNRESET;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
 
 static int setup(int fd, int timeout_ms)
 {
-	struct timeval tv = {
-		.tv_sec = timeout_ms / 1000,
-		.tv_usec = (timeout_ms % 1000) * 1000,
-	};
 	int one = 1;
 
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		return -errno;
-	return 0;
+	return tcp_set_timeouts(fd, timeout_ms);
 }
 
 /* Connect to the mapper, retrying while it is not listening yet. */
@@ -103,7 +59,7 @@ static int connect_mapper(uint16_t port, uint32_t id, int timeout_ms)
 	}
 	err = setup(fd, timeout_ms);
 	if (!err)
-		err = send_all(fd, &le, sizeof(le));
+		err = tcp_send_all(fd, &le, sizeof(le), 0);
 	if (err) {
 		close(fd);
 		return err;
@@ -115,7 +71,7 @@ static int connect_mapper(uint16_t port, uint32_t id, int timeout_ms)
 static int read_capacity(int fd, uint8_t **buf, uint64_t *cap)
 {
 	uint64_t le;
-	int err = recv_all(fd, &le, sizeof(le));
+	int err = tcp_recv_all(fd, &le, sizeof(le));
 
 	if (err)
 		return err;
@@ -138,7 +94,7 @@ static int serve(int fd, uint32_t id)
 
 	err = read_capacity(fd, &buf, &cap);
 	while (!err) {
-		err = recv_all(fd, hdr, sizeof(hdr));
+		err = tcp_recv_all(fd, hdr, sizeof(hdr));
 		if (err)
 			break;
 		len = le64toh(hdr[0]);
@@ -151,11 +107,11 @@ static int serve(int fd, uint32_t id)
 			err = -EPROTO;
 			break;
 		}
-		err = recv_all(fd, buf, len);
+		err = tcp_recv_all(fd, buf, len);
 		if (err)
 			break;
 		count = htole64(cc_count(buf, len, ch));
-		err = send_all(fd, &count, sizeof(count));
+		err = tcp_send_all(fd, &count, sizeof(count), 0);
 	}
 	free(buf);
 	return err;
