@@ -53,6 +53,15 @@ class Service:
         return runs
 
 
+def pingpong_scripts(rounds, modes=("eventfd", "signal")):
+    """The mapper's and reducer 1's scripts for sivshm-pingpong in each of
+    @modes, one after the other."""
+    return ("".join("sivshm-pingpong mapper %d 1 %s\n" % (rounds, m)
+                    for m in modes),
+            "".join("sivshm-pingpong reducer %d %s\n" % (rounds, m)
+                    for m in modes))
+
+
 def charcount_test(mode):
     """charcount across a mapper VM and 3 reducer VMs in @mode."""
     svc = Service("cc-" + mode, 3)

@@ -538,15 +538,22 @@ def builddir(*parts):
 
 
 def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
-           l1_memory=2048, l2_timeout=180, **l1_opts):
-    """A level-1 guest that boots l2 with -enable-kvm under our QEMU.
+           l1_memory=2048, l2_timeout=180, l2_collect=(), **l1_opts):
+    """A level-1 guest that boots level-2 guests with -enable-kvm under our
+    QEMU.
 
-    Level 1 carries our QEMU, its shared libraries and firmware, l2's
-    kernel and initramfs; l1_script runs with run_l2 defined (it boots
-    level 2 and waits for it, at most l2_timeout seconds); the level-2 channel and
-    console come back as file:l2.channel and file:l2.console.  Check the
-    outcome with nested_result().
+    l2 is a Guest or a list of them.  Level 1 carries our QEMU, its shared
+    libraries and firmware, and each level-2 guest's kernel and initramfs;
+    l1_script runs with these defined:
+        run_l2 [NAME]     boot NAME (default: the first) and wait for it
+        start_l2 NAME     boot NAME in the background
+        wait_l2           wait for every guest start_l2 booted
+    each bounded by l2_timeout seconds.  A level-2 guest's channel and
+    console come back as file:NAME.channel and file:NAME.console, and the
+    level-1 files in l2_collect (the level-2 QEMUs' logs, say) as
+    file:<basename>.  Check the outcome with nested_result().
     """
+    l2s = list(l2) if isinstance(l2, (list, tuple)) else [l2]
     qemu = _env_path("SIVSHM_QEMU", "our qemu-system-x86_64")
     files = {}
     for lib in shared_libraries(qemu):
@@ -554,33 +561,47 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
     files["/usr/bin/qemu-system-x86_64"] = qemu
     for name, src in firmware_files().items():
         files["/usr/share/qemu/" + name] = src
+    files["/l2/vmlinuz"] = l2s[0].kernel.vmlinuz
     staging = tempfile.mkdtemp(prefix="vmtest-l2-")
-    l2_initrd = os.path.join(staging, "l2.cpio")
-    l2.build_initramfs(l2_initrd)
-    files["/l2/initramfs.cpio"] = l2_initrd
-    files["/l2/vmlinuz"] = l2.kernel.vmlinuz
-    argv = l2.qemu_argv("/usr/bin/qemu-system-x86_64", "/l2/vmlinuz",
-                        "/l2/initramfs.cpio", "/tmp/l2.channel",
-                        "/tmp/l2.console", NESTED_ACCEL, ["/usr/share/qemu"])
-    files["/l2/run.sh"] = ("exec " + " ".join(
-        "'%s'" % a.replace("'", "'\\''") for a in argv) + "\n").encode()
+    collect = []
+    for g in l2s:
+        if g.kernel.vmlinuz != l2s[0].kernel.vmlinuz:
+            raise HarnessError("level-2 guests must share one kernel")
+        initrd = os.path.join(staging, g.name + ".cpio")
+        g.build_initramfs(initrd)
+        files["/l2/%s.cpio" % g.name] = initrd
+        argv = g.qemu_argv("/usr/bin/qemu-system-x86_64", "/l2/vmlinuz",
+                           "/l2/%s.cpio" % g.name, "/tmp/%s.channel" % g.name,
+                           "/tmp/%s.console" % g.name, NESTED_ACCEL,
+                           ["/usr/share/qemu"])
+        files["/l2/%s.sh" % g.name] = ("exec " + " ".join(
+            "'%s'" % a.replace("'", "'\\''") for a in argv) + "\n").encode()
+        collect += ["/tmp/%s.channel" % g.name, "/tmp/%s.console" % g.name]
     script = ("run_l2() {\n"
-              "\ttimeout %d sh /l2/run.sh ||\n"
-              "\t\techo \"vmtest: level 2 QEMU exited with $?\"\n"
-              "}\n" % l2_timeout) + l1_script
-    l1 = Guest(l2.name + "-l1", script,
+              "\ttimeout %(t)d sh \"/l2/${1:-%(first)s}.sh\" ||\n"
+              "\t\techo \"vmtest: level 2 ${1:-%(first)s} QEMU exited with $?\"\n"
+              "}\n"
+              "l2_pids=\n"
+              "start_l2() {\n"
+              "\trun_l2 \"$1\" &\n"
+              "\tl2_pids=\"$l2_pids $!\"\n"
+              "}\n"
+              "wait_l2() {\n"
+              "\tfor p in $l2_pids; do wait $p; done\n"
+              "\tl2_pids=\n"
+              "}\n" % {"t": l2_timeout, "first": l2s[0].name}) + l1_script
+    l1 = Guest(l2s[0].name + "-l1", script,
                kmods=["kvm", "kvm_amd"] + list(l1_kmods), files=files,
-               collect=["/tmp/l2.channel", "/tmp/l2.console"],
-               qemu_args=l1_args, machine=l1_machine, memory=l1_memory,
-               **l1_opts)
+               collect=collect + list(l2_collect), qemu_args=l1_args,
+               machine=l1_machine, memory=l1_memory, **l1_opts)
     l1._staging = staging
     return l1
 
 
 def nested_result(l1_result, l2_name):
     """The level-2 Result carried back inside a level-1 Result."""
-    return Result(l2_name, l1_result.files.get("l2.channel", b""),
-                  l1_result.files.get("l2.console", b""), False,
+    return Result(l2_name, l1_result.files.get(l2_name + ".channel", b""),
+                  l1_result.files.get(l2_name + ".console", b""), False,
                   "unknown (inside level 1)")
 
 

@@ -7,7 +7,7 @@ over 10000 ping-pongs each."""
 import sys, os
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
-from sivshm import Service
+from sivshm import Service, pingpong_scripts
 
 ROUNDS = 10000
 
@@ -15,12 +15,9 @@ ROUNDS = 10000
 def test():
     pp = [builddir("tests", "vm", "guest", "sivshm-pingpong")]
     svc = Service("irq", 1, size="8M")
-    mapper = svc.guest(0, "".join(
-        "sivshm-pingpong mapper %d 1 %s\n" % (ROUNDS, mode)
-        for mode in ("eventfd", "signal")), programs=pp)
-    reducer = svc.guest(1, "".join(
-        "sivshm-pingpong reducer %d %s\n" % (ROUNDS, mode)
-        for mode in ("eventfd", "signal")), programs=pp)
+    scripts = pingpong_scripts(ROUNDS)
+    mapper = svc.guest(0, scripts[0], programs=pp)
+    reducer = svc.guest(1, scripts[1], programs=pp)
     results = [r.wait(600) for r in svc.start(mapper, [reducer])]
     for r in results:
         check(r.outcome == "pass", r.describe() + "\n" + r.text())

@@ -25,9 +25,12 @@
 #include "qemu/module.h"
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
+#include "hw/pci/msi.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
 #include "qom/object.h"
+#include "sysemu/kvm.h"
+#include "trace.h"
 
 #include "sivshm-lib/client.h"
 #include "sivshm-lib/sivshm-regs.h"
@@ -43,6 +46,12 @@ typedef struct SivshmIn {
     SivshmState *s;
     uint32_t vector;
 } SivshmIn;
+
+/* A doorbell vector delivered by KVM straight from the eventfds (irqfd). */
+typedef struct SivshmVector {
+    int virq;           /* its MSI route, -1 before the first use */
+    bool irqfd;         /* the eventfds are attached to virq */
+} SivshmVector;
 
 struct SivshmState {
     PCIDevice parent_obj;
@@ -73,6 +82,9 @@ struct SivshmState {
     /* The eventfds we ring, bound to the doorbell: [peer][vector]. */
     EventNotifier out[SIVSHM_MAX_REDUCERS + 1][SIVSHM_MAX_VECTORS];
     bool out_bound[SIVSHM_MAX_REDUCERS + 1];
+    /* Under KVM, with MSI-X enabled: the doorbell vectors' routes. */
+    SivshmVector vec[SIVSHM_MAX_VECTORS];
+    bool irqfd_notifiers;
 
     /* mapper */
     struct sivshm_region region;
@@ -90,6 +102,17 @@ static bool sivshm_is_mapper(SivshmState *s)
     return s->id == 0;
 }
 
+/* The peers whose eventfds ring us: the reducers, or the mapper. */
+static uint32_t sivshm_first_in(SivshmState *s)
+{
+    return sivshm_is_mapper(s) ? 1 : 0;
+}
+
+static uint32_t sivshm_last_in(SivshmState *s)
+{
+    return sivshm_is_mapper(s) ? s->geo.nreducers : 0;
+}
+
 static void sivshm_update_irq(SivshmState *s)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
@@ -104,6 +127,7 @@ static void sivshm_raise(SivshmState *s, uint32_t bit, unsigned vector)
 {
     PCIDevice *pdev = PCI_DEVICE(s);
 
+    trace_sivshm_user_irq(vector);
     if (msix_enabled(pdev)) {
         msix_notify(pdev, vector);
         return;
@@ -219,13 +243,153 @@ static void sivshm_init_in(SivshmState *s, uint32_t peer, uint32_t vector,
     event_notifier_init_fd(&in->n, fd);
 }
 
-static void sivshm_watch_in(SivshmState *s, uint32_t peer, bool on)
+static void sivshm_watch_in(SivshmState *s, uint32_t peer, uint32_t vector,
+                            bool on)
 {
-    for (uint32_t v = 0; v < s->nvectors; v++) {
-        SivshmIn *in = &s->in[peer][v];
+    SivshmIn *in = &s->in[peer][vector];
 
-        qemu_set_fd_handler(event_notifier_get_fd(&in->n),
-                            on ? sivshm_in_event : NULL, NULL, in);
+    qemu_set_fd_handler(event_notifier_get_fd(&in->n),
+                        on ? sivshm_in_event : NULL, NULL, in);
+}
+
+/*
+ * irqfd.  Under KVM, while MSI-X is enabled and a doorbell vector is
+ * unmasked, the eventfds the peers ring for that vector are attached to its
+ * MSI route and KVM injects the interrupt without waking this process.
+ * A masked vector goes back to sivshm_in_event(), which leaves it pending
+ * in the PBA.  The peer-change vector is always raised from here.
+ */
+static void sivshm_vector_release(PCIDevice *pdev, unsigned vector)
+{
+    SivshmState *s = SIVSHM(pdev);
+    SivshmVector *v = &s->vec[vector];
+
+    if (vector >= s->nvectors || !v->irqfd) {
+        return;
+    }
+    for (uint32_t p = sivshm_first_in(s); p <= sivshm_last_in(s); p++) {
+        kvm_irqchip_remove_irqfd_notifier_gsi(kvm_state, &s->in[p][vector].n,
+                                              v->virq);
+        /* What rang after the detach is still counted in the eventfd. */
+        sivshm_watch_in(s, p, vector, true);
+    }
+    v->irqfd = false;
+    trace_sivshm_irqfd_off(vector);
+}
+
+static int sivshm_vector_use(PCIDevice *pdev, unsigned vector, MSIMessage msg)
+{
+    SivshmState *s = SIVSHM(pdev);
+    SivshmVector *v = &s->vec[vector];
+    uint32_t p;
+    int ret;
+
+    if (vector >= s->nvectors || v->irqfd) {
+        return 0;
+    }
+    if (v->virq < 0) {
+        KVMRouteChange c = kvm_irqchip_begin_route_changes(kvm_state);
+
+        ret = kvm_irqchip_add_msi_route(&c, vector, pdev);
+        if (ret < 0) {
+            goto fail;
+        }
+        kvm_irqchip_commit_route_changes(&c);
+        v->virq = ret;
+    } else {
+        ret = kvm_irqchip_update_msi_route(kvm_state, v->virq, msg, pdev);
+        if (ret < 0) {
+            goto fail;
+        }
+        kvm_irqchip_commit_routes(kvm_state);
+    }
+    for (p = sivshm_first_in(s); p <= sivshm_last_in(s); p++) {
+        /* KVM injects at once what rang before the attach. */
+        sivshm_watch_in(s, p, vector, false);
+        ret = kvm_irqchip_add_irqfd_notifier_gsi(kvm_state,
+                                                 &s->in[p][vector].n, NULL,
+                                                 v->virq);
+        if (ret < 0) {
+            sivshm_watch_in(s, p, vector, true);
+            while (p-- > sivshm_first_in(s)) {
+                kvm_irqchip_remove_irqfd_notifier_gsi(kvm_state,
+                                                      &s->in[p][vector].n,
+                                                      v->virq);
+                sivshm_watch_in(s, p, vector, true);
+            }
+            goto fail;
+        }
+    }
+    v->irqfd = true;
+    trace_sivshm_irqfd_on(vector, v->virq);
+    return 0;
+
+fail:
+    /* Never fatal: the interrupts keep coming, through this process. */
+    warn_report_once("sivshm: no irqfd for vector %u (%s): doorbells are "
+                     "injected by QEMU", vector, strerror(-ret));
+    return 0;
+}
+
+/* The guest reads the PBA: report the masked vectors that were rung. */
+static void sivshm_vector_poll(PCIDevice *pdev, unsigned start, unsigned end)
+{
+    SivshmState *s = SIVSHM(pdev);
+
+    for (unsigned vector = start; vector < MIN(end, s->nvectors); vector++) {
+        if (!msix_is_masked(pdev, vector)) {
+            continue;
+        }
+        for (uint32_t p = sivshm_first_in(s); p <= sivshm_last_in(s); p++) {
+            if (event_notifier_test_and_clear(&s->in[p][vector].n)) {
+                msix_set_pending(pdev, vector);
+            }
+        }
+    }
+}
+
+static void sivshm_irqfd_on(SivshmState *s)
+{
+    if (msix_set_vector_notifiers(PCI_DEVICE(s), sivshm_vector_use,
+                                  sivshm_vector_release,
+                                  sivshm_vector_poll) == 0) {
+        s->irqfd_notifiers = true;
+    }
+}
+
+static void sivshm_irqfd_off(SivshmState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    if (!s->irqfd_notifiers) {
+        return;
+    }
+    /* With MSI-X already disabled this releases nothing: do it here. */
+    msix_unset_vector_notifiers(pdev);
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        sivshm_vector_release(pdev, v);
+        if (s->vec[v].virq >= 0) {
+            kvm_irqchip_release_virq(kvm_state, s->vec[v].virq);
+            s->vec[v].virq = -1;
+        }
+    }
+    s->irqfd_notifiers = false;
+}
+
+static void sivshm_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                                int len)
+{
+    SivshmState *s = SIVSHM(pdev);
+    bool was_enabled = msix_enabled(pdev);
+
+    pci_default_write_config(pdev, addr, val, len);
+    if (!kvm_msi_via_irqfd_enabled() || was_enabled == msix_enabled(pdev)) {
+        return;
+    }
+    if (msix_enabled(pdev)) {
+        sivshm_irqfd_on(s);
+    } else {
+        sivshm_irqfd_off(s);
     }
 }
 
@@ -390,8 +554,8 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
     for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
         for (uint32_t v = 0; v < s->nvectors; v++) {
             sivshm_init_in(s, j, v, s->srv.peer[j].in_fd[v]);
+            sivshm_watch_in(s, j, v, true);
         }
-        sivshm_watch_in(s, j, true);
     }
     err = proto_server_listen(&s->srv, s->socket_path);
     if (err) {
@@ -471,7 +635,9 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
     memory_region_add_subregion(&s->bar1, 0, &s->slot_mr[0]);
 
     sivshm_bind_out(s, 0, fds + 1);
-    sivshm_watch_in(s, 0, true);
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        sivshm_watch_in(s, 0, v, true);
+    }
     s->peers = 1;
     qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
 }
@@ -490,6 +656,9 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     s->sock = -1;
+    for (uint32_t v = 0; v < SIVSHM_MAX_VECTORS; v++) {
+        s->vec[v].virq = -1;
+    }
     pdev->config[PCI_INTERRUPT_PIN] = 1;
 
     memory_region_init_io(&s->mmio, OBJECT(s), &sivshm_mmio_ops, s,
@@ -523,6 +692,7 @@ static void sivshm_exit(PCIDevice *pdev)
 {
     SivshmState *s = SIVSHM(pdev);
 
+    sivshm_irqfd_off(s);
     if (s->msix && msix_present(pdev)) {
         msix_uninit_exclusive_bar(pdev);
     }
@@ -534,8 +704,10 @@ static void sivshm_exit(PCIDevice *pdev)
             qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
         }
         for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
-            if (s->srv.peer[j].in_fd[0] >= 0) {
-                sivshm_watch_in(s, j, false);
+            for (uint32_t v = 0; v < s->nvectors; v++) {
+                if (s->srv.peer[j].in_fd[v] >= 0) {
+                    sivshm_watch_in(s, j, v, false);
+                }
             }
         }
         if (s->hello_timer) {
@@ -559,6 +731,16 @@ static void sivshm_exit(PCIDevice *pdev)
     }
 }
 
+static void sivshm_reset(DeviceState *dev)
+{
+    SivshmState *s = SIVSHM(dev);
+
+    /* MSI-X is reset after this: the routes go with it. */
+    sivshm_irqfd_off(s);
+    s->intr_mask = 0;
+    s->intr_status = 0;
+}
+
 static Property sivshm_properties[] = {
     DEFINE_PROP_STRING("shm", SivshmState, shm_id),
     DEFINE_PROP_STRING("socket", SivshmState, socket_path),
@@ -580,11 +762,13 @@ static void sivshm_class_init(ObjectClass *klass, void *data)
 
     k->realize = sivshm_realize;
     k->exit = sivshm_exit;
+    k->config_write = sivshm_write_config;
     k->vendor_id = SIVSHM_PCI_VENDOR_ID;
     k->device_id = SIVSHM_PCI_DEVICE_ID;
     k->class_id = PCI_CLASS_MEMORY_RAM;
     k->revision = 1;
     device_class_set_props(dc, sivshm_properties);
+    dc->reset = sivshm_reset;
     dc->desc = "Secure sliced inter-VM shared memory";
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
