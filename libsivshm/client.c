@@ -63,17 +63,22 @@ static int check_welcome(const struct proto_msg *msg, uint32_t id,
 	return 0;
 }
 
-int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
-		       const int *efds, int timeout_ms,
-		       struct proto_msg *welcome, int *fds,
-		       char *reason, size_t reason_len)
+int proto_client_send_hello(int sock, uint32_t id, uint32_t nvectors,
+			    const int *efds)
 {
 	struct proto_msg hello = {
 		.version = PROTO_VERSION,
 		.type = PROTO_HELLO,
 		.hello = { .id = id, .nvectors = nvectors },
 	};
-	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+
+	return proto_send(sock, &hello, efds);
+}
+
+int proto_client_recv_welcome(int sock, uint32_t id, uint32_t nvectors,
+			      struct proto_msg *welcome, int *fds,
+			      char *reason, size_t reason_len)
+{
 	uint8_t buf[PROTO_BUF_SIZE];
 	const char *why = "";
 	unsigned int nfds;
@@ -81,14 +86,6 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 
 	if (reason_len)
 		reason[0] = '\0';
-	err = proto_send(sock, &hello, efds);
-	if (err)
-		return err;
-	n = poll(&pfd, 1, timeout_ms);
-	if (n < 0)
-		return -errno;
-	if (n == 0)
-		return -ETIMEDOUT;
 	n = proto_recv(sock, buf, fds, &nfds);
 	if (n == 0)
 		return -ECONNRESET;
@@ -111,6 +108,28 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 		return err;
 	}
 	return 0;
+}
+
+int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
+		       const int *efds, int timeout_ms,
+		       struct proto_msg *welcome, int *fds,
+		       char *reason, size_t reason_len)
+{
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	int n, err;
+
+	if (reason_len)
+		reason[0] = '\0';
+	err = proto_client_send_hello(sock, id, nvectors, efds);
+	if (err)
+		return err;
+	n = poll(&pfd, 1, timeout_ms);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
+	return proto_client_recv_welcome(sock, id, nvectors, welcome, fds,
+					 reason, reason_len);
 }
 
 int proto_client_join(const char *path, uint32_t id, uint32_t nvectors,

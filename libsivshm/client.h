@@ -31,6 +31,16 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 		       char *reason, size_t reason_len);
 
 /*
+ * The two halves of proto_client_hello(), for a caller with its own event
+ * loop: send HELLO, then, once @sock is readable, take the answer.
+ */
+int proto_client_send_hello(int sock, uint32_t id, uint32_t nvectors,
+			    const int *efds);
+int proto_client_recv_welcome(int sock, uint32_t id, uint32_t nvectors,
+			      struct proto_msg *welcome, int *fds,
+			      char *reason, size_t reason_len);
+
+/*
  * Connect and say HELLO, as the two calls above, trying again while the
  * mapper is busy (too many handshakes at once) or hangs up before
  * answering, all within @timeout_ms.  Returns the socket (>= 0) with

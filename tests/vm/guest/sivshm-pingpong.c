@@ -10,7 +10,8 @@
  * exactly one: an eventfd read returning more (or a second SIGUSR1) is a
  * spurious interrupt, a wait that times out a lost one.  After the last
  * round neither side may receive anything more.  The reducer announces
- * itself through a flag in its slot before the first ping.
+ * itself through a flag in the last 8 bytes of its slot (clear of
+ * sivshm-poke's markers) before the first ping.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -52,6 +53,15 @@ static uint64_t wait_one(struct sivshm *sh, int ms)
 	}
 }
 
+static volatile uint64_t *ready_flag(struct sivshm *sh, uint32_t id,
+				     const struct sivshm_info *info)
+{
+	char *slot = sivshm_slot(sh, id);
+
+	VM_ASSERT(slot, "no slot %u", id);
+	return (volatile uint64_t *)(slot + info->slice_size - 8);
+}
+
 static void want_signals(void)
 {
 	struct sivshm_signal sig = { .signo = SIGUSR1, .vector_mask = 1 };
@@ -91,8 +101,7 @@ int main(int argc, char **argv)
 		want_signals();
 
 	if (mapper) {
-		flag = sivshm_slot(sh, peer);
-		VM_ASSERT(flag, "no slot %u", peer);
+		flag = ready_flag(sh, peer, &info);
 		for (int t = 0; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != ready;
 		     t++) {
 			VM_ASSERT(t < 60000, "reducer %u never ready", peer);
@@ -114,7 +123,7 @@ int main(int argc, char **argv)
 		       ((t1.tv_sec - t0.tv_sec) * 1e9 +
 			(t1.tv_nsec - t0.tv_nsec)) / rounds / 1e3);
 	} else {
-		flag = sivshm_slot(sh, info.id);
+		flag = ready_flag(sh, info.id, &info);
 		__atomic_store_n(flag, ready, __ATOMIC_RELEASE);
 		for (int i = 0; i < rounds; i++) {
 			uint64_t n = wait_one(sh, 60000);

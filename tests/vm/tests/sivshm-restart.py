@@ -4,7 +4,8 @@ request and data posted in its slot, unanswered) and started again with
 the same id finds its slot data intact: it answers that request and the
 job ends with the right total, the other reducers undisturbed.  A mapper
 VM restarted with unlink=off reattaches the region its first incarnation
-left in the backing directory."""
+left in the backing directory, and a reducer VM that ran all along sees
+its QEMU rejoin the new mapper: the interrupts flow again both ways."""
 
 import os
 import shutil
@@ -14,6 +15,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Running, builddir, check, main
 from sivshm import Service
+
+ROUNDS = 200
 
 
 def reducer_restart(poke):
@@ -46,29 +49,47 @@ def reducer_restart(poke):
           next(l for l in results[0].text().splitlines() if "occurs" in l))
 
 
-def mapper_restart(poke):
+def mapper_restart(poke, pp):
     d = tempfile.mkdtemp(prefix="sivshm-persist-", dir="/dev/shm")
     try:
         svc = Service("mr", 2, size="8M", extra=",unlink=off,dir=" + d)
-        r1 = svc.start(svc.guest(0, "sivshm-poke mark\n", programs=poke),
-                       [])[0].wait(200)
-        check(r1.outcome == "pass", r1.describe())
+        first = svc.guest(0, "sivshm-poke mark\n"
+                          "sivshm-pingpong mapper %d 1 eventfd\n" % ROUNDS,
+                          programs=poke + pp)
+        # Reducer 1 lives through both mappers: its QEMU rejoins the second.
+        reducer = svc.guest(1, "".join(
+            "sivshm-pingpong reducer %d %s\n" % (ROUNDS, mode)
+            for mode in ("eventfd", "signal")), programs=pp)
+        runs = svc.start(first, [reducer])
+        r1 = runs[0].wait(200)
+        check(r1.outcome == "pass", r1.describe() + "\n" + r1.text())
         check(sorted(os.listdir(d)) == ["mr-%d.slot%d" % (os.getpid(), j)
                                         for j in range(3)],
               "slot files: %s" % os.listdir(d))
-        again = svc.guest(0, "sivshm-poke check-marks\n", programs=poke)
+        again = svc.guest(0, "sivshm-poke check-marks\n"
+                          "sivshm-pingpong mapper %d 1 signal\n" % ROUNDS,
+                          programs=poke + pp)
         again.name = "mr-mapper-again"
-        r2 = svc.start(again, [])[0].wait(200)
+        r2 = Running(again, svc.d).wait(200)
+        rr = runs[1].wait(200)
         check(r2.outcome == "pass", r2.describe() + "\n" + r2.text())
-        print("mapper restarted with unlink=off: " + r2.text().strip())
+        check(rr.outcome == "pass", rr.describe() + "\n" + rr.text())
+        with open(os.path.join(svc.d, reducer.name + ".stderr")) as f:
+            log = f.read()
+        check("went away" in log and "rejoined" in log,
+              "reducer 1's QEMU did not say it rejoined:\n" + log)
+        print("mapper restarted with unlink=off: " +
+              r2.text().splitlines()[0])
+        print("reducer 1 rejoined it: " + r2.text().splitlines()[-1])
     finally:
         shutil.rmtree(d)
 
 
 def test():
     poke = [builddir("tests", "vm", "guest", "sivshm-poke")]
+    pp = [builddir("tests", "vm", "guest", "sivshm-pingpong")]
     reducer_restart(poke)
-    mapper_restart(poke)
+    mapper_restart(poke, pp)
 
 
 main(test)

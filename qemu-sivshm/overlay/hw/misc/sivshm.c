@@ -95,7 +95,18 @@ struct SivshmState {
 
     /* reducer */
     int sock;
+    dev_t slot_dev;             /* the slot file we map, to know it again */
+    ino_t slot_ino;
+    QEMUTimer *rejoin_timer;
+    int rejoin_ms;              /* the next retry's delay */
+    bool rejoin_warned;
 };
+
+/* A reducer whose mapper left tries again after 50 ms, backing off to 1 s. */
+#define SIVSHM_REJOIN_MIN_MS 50
+#define SIVSHM_REJOIN_MAX_MS 1000
+/* How long it waits for the answer to a HELLO. */
+#define SIVSHM_REJOIN_ANSWER_MS 2000
 
 static bool sivshm_is_mapper(SivshmState *s)
 {
@@ -569,16 +580,125 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
     sivshm_server_rewatch(s);
 }
 
+/* Reducer: forget the mapper's eventfds. */
+static void sivshm_reducer_unbind(SivshmState *s)
+{
+    if (!s->out_bound[0]) {
+        return;
+    }
+    sivshm_unbind_out(s, 0);
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        event_notifier_cleanup(&s->out[0][v]);
+    }
+}
+
+static void sivshm_reducer_close(SivshmState *s)
+{
+    if (s->sock >= 0) {
+        qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
+        close(s->sock);
+        s->sock = -1;
+    }
+}
+
+static void sivshm_rejoin_later(SivshmState *s)
+{
+    timer_mod(s->rejoin_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + s->rejoin_ms);
+    s->rejoin_ms = MIN(s->rejoin_ms * 2, SIVSHM_REJOIN_MAX_MS);
+}
+
 static void sivshm_reducer_gone(void *opaque)
 {
     SivshmState *s = opaque;
 
     /* The mapper never speaks after WELCOME: readable means it left. */
-    qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
-    warn_report("sivshm: the mapper at %s went away", s->socket_path);
-    sivshm_unbind_out(s, 0);
+    sivshm_reducer_close(s);
+    warn_report("sivshm: the mapper at %s went away; reducer %u will "
+                "rejoin it when it is back", s->socket_path, s->id);
+    sivshm_reducer_unbind(s);
     s->peers = 0;
     sivshm_peer_event(s);
+    s->rejoin_ms = SIVSHM_REJOIN_MIN_MS;
+    s->rejoin_warned = false;
+    sivshm_rejoin_later(s);
+}
+
+/*
+ * The mapper answered our HELLO.  Only the same slot comes back: the
+ * guest's BAR1 maps it, and a mapper that returns with other memory
+ * (unlink=on, another size) is not this VM's to rejoin.
+ */
+static void sivshm_rejoin_answer(void *opaque)
+{
+    SivshmState *s = opaque;
+    char reason[PROTO_REASON_LEN];
+    int fds[PROTO_MAX_FDS];
+    struct proto_msg welcome;
+    struct stat st;
+    int err;
+
+    qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
+    err = proto_client_recv_welcome(s->sock, s->id, s->nvectors, &welcome,
+                                    fds, reason, sizeof(reason));
+    if (err) {
+        sivshm_reducer_close(s);
+        if (err != -EAGAIN && err != -ECONNRESET && !s->rejoin_warned) {
+            warn_report("sivshm: the mapper at %s refused reducer %u: %s",
+                        s->socket_path, s->id, *reason ? reason
+                                                       : strerror(-err));
+            s->rejoin_warned = true;
+        }
+        sivshm_rejoin_later(s);
+        return;
+    }
+    timer_del(s->rejoin_timer);
+    if (fstat(fds[0], &st) < 0 || st.st_dev != s->slot_dev ||
+        st.st_ino != s->slot_ino ||
+        welcome.welcome.slice_size != s->geo.slice_size ||
+        welcome.welcome.region_size != s->geo.region_size ||
+        welcome.welcome.nreducers != s->geo.nreducers) {
+        warn_report("sivshm: the mapper at %s came back with another "
+                    "region; reducer %u keeps its old slice, apart: restart "
+                    "this VM to join the new one", s->socket_path, s->id);
+        proto_close_fds(fds, 1 + s->nvectors);
+        sivshm_reducer_close(s);
+        return;
+    }
+    close(fds[0]);              /* BAR1 maps this file already */
+    sivshm_bind_out(s, 0, fds + 1);
+    s->peers = 1;
+    qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
+    info_report("sivshm: reducer %u rejoined the mapper at %s", s->id,
+                s->socket_path);
+    sivshm_peer_event(s);
+}
+
+/* Reducer, mapper gone: connect and say HELLO, without blocking. */
+static void sivshm_rejoin_try(void *opaque)
+{
+    SivshmState *s = opaque;
+    int own[SIVSHM_MAX_VECTORS];
+
+    sivshm_reducer_close(s);    /* a HELLO that went unanswered */
+    s->sock = proto_client_connect(s->socket_path, 0);
+    if (s->sock < 0) {
+        s->sock = -1;
+        sivshm_rejoin_later(s);
+        return;
+    }
+    /* The same eventfds as before: our irqfds stay as they are. */
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        own[v] = event_notifier_get_fd(&s->in[0][v].n);
+    }
+    if (proto_client_send_hello(s->sock, s->id, s->nvectors, own)) {
+        sivshm_reducer_close(s);
+        sivshm_rejoin_later(s);
+        return;
+    }
+    qemu_set_fd_handler(s->sock, sivshm_rejoin_answer, NULL, s);
+    timer_mod(s->rejoin_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + SIVSHM_REJOIN_ANSWER_MS);
 }
 
 static void sivshm_reducer_realize(SivshmState *s, Error **errp)
@@ -587,6 +707,7 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
     char reason[PROTO_REASON_LEN] = "";
     struct proto_msg welcome;
     Error *local_err = NULL;
+    struct stat st;
 
     if (s->id > SIVSHM_MAX_REDUCERS) {
         error_setg(errp, "sivshm: id %u is above %u", s->id,
@@ -620,6 +741,13 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
     s->geo.slice_size = welcome.welcome.slice_size;
     s->geo.region_size = welcome.welcome.region_size;
     s->geo.nreducers = welcome.welcome.nreducers;
+    if (fstat(fds[0], &st) < 0) {
+        error_setg_errno(errp, errno, "sivshm: fstat of the slot");
+        proto_close_fds(fds, 1 + s->nvectors);
+        return;
+    }
+    s->slot_dev = st.st_dev;
+    s->slot_ino = st.st_ino;
 
     /* BAR1 holds our slice at 0 and nothing behind the rest. */
     memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
@@ -639,6 +767,7 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
         sivshm_watch_in(s, 0, v, true);
     }
     s->peers = 1;
+    s->rejoin_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_rejoin_try, s);
     qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
 }
 
@@ -696,10 +825,10 @@ static void sivshm_exit(PCIDevice *pdev)
     if (s->msix && msix_present(pdev)) {
         msix_uninit_exclusive_bar(pdev);
     }
-    for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++) {
-        sivshm_unbind_out(s, j);
-    }
     if (sivshm_is_mapper(s)) {
+        for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
+            sivshm_unbind_out(s, j);
+        }
         for (unsigned int i = 0; i < s->nwatched; i++) {
             qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
         }
@@ -716,10 +845,11 @@ static void sivshm_exit(PCIDevice *pdev)
         proto_server_fini(&s->srv);
         sivshm_region_close(&s->region, s->shm_id, s->dir, 0);
     } else {
-        if (s->sock >= 0) {
-            qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
-            close(s->sock);
+        if (s->rejoin_timer) {
+            timer_free(s->rejoin_timer);
         }
+        sivshm_reducer_close(s);
+        sivshm_reducer_unbind(s);
         for (uint32_t v = 0; v < s->nvectors; v++) {
             int fd = event_notifier_get_fd(&s->in[0][v].n);
 
