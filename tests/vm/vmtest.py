@@ -420,8 +420,11 @@ class Guest:
     def qemu_argv(self, qemu, vmlinuz, initrd, channel, console, accel,
                   firmware):
         """The QEMU command line; used on the host and inside level 1."""
+        # no_timer_check: on a loaded host a TCG guest's timer can miss the
+        # boot-time IO-APIC check's window ("IO-APIC + timer doesn't work!").
         append = ("console=ttyS0 panic=-1 oops=panic printk.time=1 "
-                  "nokaslr rcupdate.rcu_cpu_stall_timeout=60 " + self.cmdline)
+                  "nokaslr rcupdate.rcu_cpu_stall_timeout=60 no_timer_check "
+                  + self.cmdline)
         argv = [qemu, "-nodefaults", "-display", "none", "-no-reboot",
                 "-machine", self.machine, "-m", str(self.memory),
                 "-smp", str(self.smp)]

@@ -5,7 +5,8 @@ the same id finds its slot data intact: it answers that request and the
 job ends with the right total, the other reducers undisturbed.  A mapper
 VM restarted with unlink=off reattaches the region its first incarnation
 left in the backing directory, and a reducer VM that ran all along sees
-its QEMU rejoin the new mapper: the interrupts flow again both ways."""
+its QEMU rejoin the new mapper: the interrupts flow again both ways.  A
+mapper that comes back with new memory (unlink=on) is not rejoined."""
 
 import os
 import shutil
@@ -85,11 +86,40 @@ def mapper_restart(poke, pp):
         shutil.rmtree(d)
 
 
+def mapper_replaced(poke):
+    """unlink=on: the second mapper brings new memory, which reducer 1's
+    BAR1 does not show; its QEMU must say so and not rejoin."""
+    svc = Service("mn", 1, size="8M")
+    runs = svc.start(svc.guest(0, "sivshm-poke mark\n", programs=poke),
+                     [svc.guest(1, "sleep 600\n")])
+    r1 = runs[0].wait(200)
+    check(r1.outcome == "pass", r1.describe())
+    again = svc.guest(0, "sleep 600\n")
+    again.name = "mn-mapper-again"
+    second = Running(again, svc.d)
+    stderr = os.path.join(svc.d, "mn-reducer1.stderr")
+    log = ""
+    for _ in range(600):
+        with open(stderr) as f:
+            log = f.read()
+        if "another region" in log:
+            break
+        time.sleep(0.1)
+    second.kill()
+    runs[1].kill()
+    check("came back with another region" in log and "rejoined" not in log,
+          "reducer 1's QEMU with a new unlink=on mapper:\n" + log)
+    print("a new unlink=on mapper is not rejoined: " +
+          next(l for l in log.splitlines() if "another region" in l)
+          .split("warning: ")[-1])
+
+
 def test():
     poke = [builddir("tests", "vm", "guest", "sivshm-poke")]
     pp = [builddir("tests", "vm", "guest", "sivshm-pingpong")]
     reducer_restart(poke)
     mapper_restart(poke, pp)
+    mapper_replaced(poke)
 
 
 main(test)
