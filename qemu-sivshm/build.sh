@@ -117,6 +117,8 @@ else
 	mkdir -p "$out/bin"
 	cp "$src/build/qemu-system-x86_64" \
 		"$src/build/contrib/ivshmem-server/ivshmem-server" "$out/bin/"
+	# QEMU's own style checker, for the overlay (tests/unit/checkpatch.sh).
+	cp "$src/scripts/checkpatch.pl" "$out/"
 	echo "$version" >"$out/VERSION"
 	[ -n "${SIVSHM_QEMU_INCREMENTAL:-}" ] || rm -rf "$work"
 	touch "$out/.complete"

@@ -1,7 +1,9 @@
 #!/bin/sh
-# Every kernel module source file passes the kernel's checkpatch.pl --strict.
-# checkpatch comes from Debian's linux-source-6.1 (the tarball); the three
+# Every kernel module source file passes the kernel's checkpatch.pl --strict,
+# and every C file of the QEMU overlay passes QEMU's own checkpatch.pl.
+# The kernel's comes from Debian's linux-source-6.1 (the tarball); the three
 # files it needs are extracted once into $SIVSHM_CACHE/checkpatch/<version>.
+# QEMU's comes with our QEMU build (qemu-sivshm/build.sh copies it).
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +40,23 @@ for f in $files; do
 		status=1
 	else
 		echo "checkpatch clean: $f"
+	fi
+done
+
+qemu_checkpatch=$(dirname "${SIVSHM_QEMU:-$top/qemu-sivshm/out/bin/x}")/../checkpatch.pl
+if [ ! -e "$qemu_checkpatch" ]; then
+	echo "no QEMU checkpatch.pl beside our QEMU (make qemu)"
+	exit 1
+fi
+for f in $(cd "$top" && find qemu-sivshm/overlay -name '*.c' | sort); do
+	if ! out=$(cd "$top" && perl "$qemu_checkpatch" --no-tree -f "$f" 2>&1); then
+		echo "$out"
+		status=1
+	elif echo "$out" | grep -q '^WARNING'; then
+		echo "$out"
+		status=1
+	else
+		echo "QEMU checkpatch clean: $f"
 	fi
 done
 exit $status

@@ -507,7 +507,8 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
     int err;
 
     if (!s->nreducers || !s->size) {
-        error_setg(errp, "sivshm: the mapper (vm-id=0) needs size and reducers");
+        error_setg(errp, "sivshm: the mapper (vm-id=0) needs size and "
+                   "reducers");
         return;
     }
     err = sivshm_geometry_init(&s->geo, s->size, s->nreducers,
@@ -802,13 +803,15 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
         return;
     }
 
-    pci_register_bar(pdev, SIVSHM_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+    pci_register_bar(pdev, SIVSHM_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->mmio);
     pci_register_bar(pdev, SIVSHM_BAR_MEM, PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_PREFETCH |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->bar1);
     if (s->msix) {
         /* One vector per doorbell vector, one for peer changes. */
-        if (msix_init_exclusive_bar(pdev, s->nvectors + 1, SIVSHM_BAR_MSIX, errp)) {
+        if (msix_init_exclusive_bar(pdev, s->nvectors + 1, SIVSHM_BAR_MSIX,
+                                    errp)) {
             return;
         }
         for (uint32_t v = 0; v <= s->nvectors; v++) {
