@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "client.h"
+#include "hostile.h"
 
 #define SLICE	(64 * 1024)
 
@@ -27,27 +28,6 @@ static int open_fds(void)
 		n++;
 	closedir(d);
 	return n;
-}
-
-/* Send @len bytes of @buf with @nfds descriptors, as a mapper would. */
-static void send_raw(int sock, const void *buf, size_t len, const int *fds,
-		     unsigned int nfds)
-{
-	char cbuf[CMSG_SPACE(sizeof(int) * 4)] = { 0 };
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
-	if (nfds) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
-	T_EQ(sendmsg(sock, &mh, 0), (ssize_t)len);
 }
 
 static struct proto_msg welcome(uint32_t id)
@@ -85,7 +65,7 @@ static void expect(const char *what, const void *answer, size_t len,
 
 	T_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	if (len)
-		send_raw(sv[1], answer, len, fds, nfds);
+		raw_send(sv[1], answer, len, fds, nfds);
 	for (unsigned int i = 0; i < nfds; i++)
 		close(fds[i]);
 	if (hang_up)	/* it stops talking; the HELLO still gets through */

@@ -27,7 +27,6 @@
  * that times out a lost one.  After the last round neither side may
  * receive anything more.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -69,30 +68,13 @@ struct dev {
 
 static void find_device(char *bdf, size_t len, int *group)
 {
-	const char *base = "/sys/bus/pci/devices";
-	char dir[512], link[PATH_MAX];
-	struct dirent *de;
+	char dir[512], path[600], link[PATH_MAX];
 	ssize_t n;
-	DIR *d;
 
-	bdf[0] = '\0';
-	d = opendir(base);
-	VM_ASSERT_ERRNO(d, base);
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
-		if (vm_sysfs_hex(dir, "vendor") == IVSHMEM_VENDOR &&
-		    vm_sysfs_hex(dir, "device") == IVSHMEM_DEVICE) {
-			snprintf(bdf, len, "%s", de->d_name);
-			break;
-		}
-	}
-	closedir(d);
-	VM_ASSERT(bdf[0], "no ivshmem device in this guest");
-
-	snprintf(dir, sizeof(dir), "%s/%s/iommu_group", base, bdf);
-	n = readlink(dir, link, sizeof(link) - 1);
+	vm_find_pci(IVSHMEM_VENDOR, IVSHMEM_DEVICE, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/iommu_group", dir);
+	snprintf(bdf, len, "%s", strrchr(dir, '/') + 1);
+	n = readlink(path, link, sizeof(link) - 1);
 	VM_ASSERT_ERRNO(n > 0, "iommu_group (no guest IOMMU?)");
 	link[n] = '\0';
 	*group = atoi(basename(link));

@@ -8,7 +8,6 @@
  *
  * The multi-VM harness test runs it in two guests that share one region.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -23,31 +22,16 @@
 
 static int open_bar2(size_t *size)
 {
-	const char *base = "/sys/bus/pci/devices";
 	char dir[512], path[600];
-	struct dirent *de;
 	struct stat st;
-	DIR *d;
-	int fd = -1;
+	int fd;
 
-	d = opendir(base);
-	VM_ASSERT_ERRNO(d, base);
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
-		if (vm_sysfs_hex(dir, "vendor") != IVSHMEM_VENDOR ||
-		    vm_sysfs_hex(dir, "device") != IVSHMEM_DEVICE)
-			continue;
-		snprintf(path, sizeof(path), "%s/resource2", dir);
-		fd = open(path, O_RDWR | O_SYNC);
-		VM_ASSERT_ERRNO(fd >= 0, path);
-		VM_ASSERT_ERRNO(fstat(fd, &st) == 0, path);
-		*size = st.st_size;
-		break;
-	}
-	closedir(d);
-	VM_ASSERT(fd >= 0, "no ivshmem-plain device in this guest");
+	vm_find_pci(IVSHMEM_VENDOR, IVSHMEM_DEVICE, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/resource2", dir);
+	fd = open(path, O_RDWR | O_SYNC);
+	VM_ASSERT_ERRNO(fd >= 0, path);
+	VM_ASSERT_ERRNO(fstat(fd, &st) == 0, path);
+	*size = st.st_size;
 	return fd;
 }
 

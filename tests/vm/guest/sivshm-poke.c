@@ -17,7 +17,6 @@
  *
  * The markers are "SIVSHM-MARKER-slot<j>" at four offsets of slot j.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
@@ -33,32 +32,18 @@
 
 #define MARKER	"SIVSHM-MARKER-slot"
 
-static char sysdir[300];
+static char sysdir[512];
 
 static void find_device(void)
 {
-	DIR *d = opendir("/sys/bus/pci/devices");
-	struct dirent *de;
-
-	VM_ASSERT_ERRNO(d, "/sys/bus/pci/devices");
-	while ((de = readdir(d))) {
-		char dir[300];
-
-		snprintf(dir, sizeof(dir), "/sys/bus/pci/devices/%s", de->d_name);
-		if (vm_sysfs_hex(dir, "vendor") == SIVSHM_PCI_VENDOR_ID &&
-		    vm_sysfs_hex(dir, "device") == SIVSHM_PCI_DEVICE_ID) {
-			snprintf(sysdir, sizeof(sysdir), "%s", dir);
-			break;
-		}
-	}
-	closedir(d);
-	VM_ASSERT(sysdir[0], "no sivshm device");
+	vm_find_pci(SIVSHM_PCI_VENDOR_ID, SIVSHM_PCI_DEVICE_ID, sysdir,
+		    sizeof(sysdir));
 }
 
 /* Map a whole BAR through sysfs. */
 static void *map_bar(int bar, size_t *len, uint64_t *phys)
 {
-	char path[400], line[128];
+	char path[600], line[128];
 	struct stat st;
 	void *p;
 	FILE *f;

@@ -7,6 +7,7 @@
 #ifndef VMTEST_H
 #define VMTEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,32 @@ static inline unsigned long vm_sysfs_hex(const char *dir, const char *file)
 		buf[0] = '\0';
 	fclose(f);
 	return strtoul(buf, NULL, 16);
+}
+
+/* The sysfs directory of the first PCI device @vendor:@device, in @dir. */
+static inline void vm_find_pci(unsigned long vendor, unsigned long device,
+			       char *dir, size_t len)
+{
+	const char *base = "/sys/bus/pci/devices";
+	DIR *d = opendir(base);
+	struct dirent *de;
+	char path[512];
+
+	VM_ASSERT_ERRNO(d, base);
+	dir[0] = '\0';
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
+		if (vm_sysfs_hex(path, "vendor") == vendor &&
+		    vm_sysfs_hex(path, "device") == device) {
+			snprintf(dir, len, "%s", path);
+			break;
+		}
+	}
+	closedir(d);
+	VM_ASSERT(dir[0], "no PCI device %04lx:%04lx in this guest", vendor,
+		  device);
 }
 
 #endif
