@@ -153,9 +153,10 @@ static void peer_drop(struct proto_server *srv, uint32_t id, const char *why)
 		server_log(srv, "reducer %u dropped: %s", id, why);
 	close(p->conn);
 	p->conn = -1;
-	proto_close_fds(p->out_fd, srv->nvectors);
+	/* The owner may still hold the eventfds (QEMU's ioeventfds). */
 	if (srv->peer_changed)
 		srv->peer_changed(srv->opaque, id, 0);
+	proto_close_fds(p->out_fd, srv->nvectors);
 }
 
 static void pending_free(struct proto_pending *pend, int close_conn)

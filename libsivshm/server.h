@@ -45,7 +45,11 @@ struct proto_server {
 	const int *slot_fd;		/* nreducers + 1 fds, owned by the caller */
 	struct proto_peer peer[SIVSHM_MAX_REDUCERS + 1];	/* [0] unused */
 	struct proto_pending pending[PROTO_MAX_PENDING];
-	/* Called on a reducer's arrival (connected = 1) and departure. */
+	/*
+	 * Called on a reducer's arrival (connected = 1) and departure.  On
+	 * departure the reducer's eventfds (out_fd) are still open, and are
+	 * closed when this returns.
+	 */
 	void (*peer_changed)(void *opaque, uint32_t id, int connected);
 	/* Every refusal and drop is logged with its reason. */
 	void (*log)(void *opaque, const char *fmt, va_list ap);
