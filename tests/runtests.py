@@ -15,6 +15,7 @@ A TEST is a path or a name (module-load, tests/vm/tests/module-load.py).
 import argparse
 import glob
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -81,8 +82,14 @@ def run_one(tier, path, timeout, logroot, env):
         try:
             status = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+            # SIGTERM first: a VM test then kills the guests it started,
+            # which run in sessions of their own.
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
             status = None
     elapsed = time.monotonic() - start
     with open(logfile, "rb") as f:

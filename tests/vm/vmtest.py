@@ -452,6 +452,13 @@ def _kill_leftovers():
         run.kill()
 
 
+def _terminated(signo, frame):
+    sys.exit(FAIL)      # through atexit: no guest outlives a killed test
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
+
 class Running:
     """A booted guest on the host."""
 

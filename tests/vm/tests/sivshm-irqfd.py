@@ -11,8 +11,13 @@ sivshm_user_irq for vector 0; vector 1, the peer-change interrupt, is
 always QEMU's), while the ping-pong sees every interrupt exactly once,
 through the eventfd and through SIGUSR1.
 
-One KVM guest at a time: two at once inside a TCG level 1 crash it (two
-CPUs) or hang it now and then (one CPU), plain guests as much as ours."""
+One KVM guest at a time, with one vCPU: two at once inside a TCG level 1
+crash it, plain guests as much as ours.  Even so, TCG's emulation of
+nested SVM under this interrupt load now and then kills or hangs level 1
+itself, with its preempt count stuck in NMI context ("scheduling while
+atomic ... 0x00110001").  Such a run says nothing of the code under test
+and is tried again, at most ATTEMPTS times in all; any other failure
+fails at once."""
 
 import os
 import re
@@ -21,7 +26,21 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, builddir, check, main, nested, nested_result
 from sivshm import Service, pingpong_scripts
 
-ROUNDS = 2000
+ROUNDS = 200
+ATTEMPTS = 3
+
+# Level 1's own kernel in NMI context where it cannot be: the emulator's.
+EMULATOR_SPLAT = re.compile(r"scheduling while atomic: .*/0x0011|"
+                            r"stack guard page was hit|"
+                            r"at kernel/(softirq|context_tracking|smp)\.c")
+
+
+def emulator_fault(r1):
+    """Why level 1 itself failed, if TCG's nested SVM is to blame."""
+    if r1.lost:
+        return "level 1 " + r1.lost
+    bad = [s for s in r1.splats if EMULATOR_SPLAT.search(s)]
+    return "level 1: " + bad[0] if bad else None
 
 
 def test():
@@ -29,11 +48,11 @@ def test():
     guests, l1_script = [], ""
     for vm_id, script in enumerate(pingpong_scripts(ROUNDS)):
         role = "mapper" if vm_id == 0 else "reducer1"
-        svc = Service("kvm-" + role, 1, size="8M")
-        svc.sock = "/tmp/%s.sock" % svc.name        # a level-1 path
+        svc = Service("kvm", 1, size="8M")
+        svc.sock = "/tmp/%s.sock" % role            # a level-1 path
         trace = ["-trace", "enable=sivshm_*", "-D", "/tmp/%s.trace" % role]
         guests.append(svc.guest(vm_id, script, programs=pp, memory=256,
-                                qemu_args=trace))
+                                smp=1, qemu_args=trace))
         # Its peer in level 1 runs both of the guest's runs (eventfd,
         # then SIGUSR1) on one connection.
         peer = ("reducer %d eventfd" % ROUNDS if vm_id == 0 else
@@ -47,9 +66,15 @@ def test():
             l1_script += ("%s > /tmp/host-mapper.out 2>&1 &\nhost=$!\n"
                           "run_l2 %s\nwait $host\ncat /tmp/host-mapper.out\n"
                           % (host, guests[-1].name))
-    l1 = nested(l1_script, guests, programs=pp, l2_timeout=300,
+    l1 = nested(l1_script, guests, programs=pp, l2_timeout=120,
                 l2_collect=["/tmp/mapper.trace", "/tmp/reducer1.trace"])
-    r1 = boot(l1, timeout=700)
+    for attempt in range(1, ATTEMPTS + 1):
+        r1 = boot(l1, timeout=170)
+        fault = r1.outcome != "pass" and emulator_fault(r1)
+        if not fault:
+            break
+        print("attempt %d of %d: %s (TCG's nested SVM, not sivshm)"
+              % (attempt, ATTEMPTS, fault), flush=True)
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
     for g, role in zip(guests, ("mapper", "reducer1")):
