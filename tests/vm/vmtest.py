@@ -127,6 +127,12 @@ def find_splats(text, kernel_lines_only):
     return found
 
 
+def module_name(path):
+    """kernel/arch/x86/kvm/kvm-amd.ko.xz -> kvm_amd"""
+    base = re.sub(r"\.ko(\.(xz|zst|gz))?$", "", os.path.basename(path))
+    return base.replace("-", "_")
+
+
 def resolve_modules(modules_dep, names):
     """In-tree modules to insmod, dependencies first, each once.
 
@@ -140,9 +146,7 @@ def resolve_modules(modules_dep, names):
             continue
         path, rest = line.split(":", 1)
         deps[path] = rest.split()
-        base = os.path.basename(path)
-        base = re.sub(r"\.ko(\.(xz|zst|gz))?$", "", base).replace("-", "_")
-        by_name[base] = path
+        by_name[module_name(path)] = path
     order = []
 
     def visit(path, stack):
@@ -288,8 +292,9 @@ mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /dev/shm /tmp /run
 mount -t tmpfs tmp /tmp
 mount -t tmpfs shm /dev/shm
-while read -r m; do
-	insmod "/lib/modules/$(uname -r)/$m" || echo "vmtest: insmod $m failed"
+while read -r m opts; do
+	insmod "/lib/modules/$(uname -r)/$m" $opts ||
+		echo "vmtest: insmod $m failed"
 done < /etc/vmtest/kmods
 
 port=
@@ -338,6 +343,7 @@ class Guest:
 
     script      shell run by /init (sh -e); its exit status is the result
     kmods       in-tree modules to load at boot, dependencies resolved
+    kmod_opts   {module name: "param=value ..."} for those modules
     modules     our .ko files, copied to /lib/modules/extra/
     programs    host binaries (static or not) copied to /bin
     files       {guest path: host path (str) or content (bytes)}
@@ -347,10 +353,12 @@ class Guest:
 
     def __init__(self, name, script, kmods=(), modules=(), programs=(),
                  files=None, collect=(), qemu_args=(), machine="pc",
-                 memory=512, smp=2, cmdline="", kernel=None):
+                 memory=512, smp=2, cmdline="", kernel=None, kmod_opts=None):
         self.name = name
         self.script = script
         self.kmods = ["virtio_pci", "virtio_console"] + list(kmods)
+        self.kmod_opts = {k.replace("-", "_"): v
+                          for k, v in (kmod_opts or {}).items()}
         self.modules = list(modules)
         self.programs = list(programs)
         self.files = dict(files or {})
@@ -408,7 +416,9 @@ class Guest:
             self._put(root, "/lib/modules/%s/%s" % (self.kernel.kver, m),
                       os.path.join(self.kernel.moddir, m))
         self._put(root, "/etc/vmtest/kmods",
-                  "".join(m + "\n" for m in kmods).encode())
+                  "".join("%s %s\n" % (m, self.kmod_opts.get(module_name(m),
+                                                              ""))
+                          for m in kmods).encode())
         for m in self.modules:
             self._put(root, "/lib/modules/extra/" + os.path.basename(m), m)
         for p in self.programs:

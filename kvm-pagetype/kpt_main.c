@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvm_pagetype: Xen-style paravirtual page types for a KVM guest.
+ *
+ * A VMM opens /dev/kvm-pagetype and attaches one of its KVM VMs.  From
+ * then on the guest's op batches (pin a frame as a level-n page table,
+ * unpin it, convert frames to and from semi-writable) run through the rule
+ * engine of pt_rules.c, pinned tables are write-tracked with KVM's page
+ * tracking, and every trapped write to one is validated like Xen's
+ * mmu_update.  A write that breaks a rule kills that VM (kvm_vm_dead) and
+ * nothing else.  docs/pagetype.md is the specification.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/kvm_host.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <asm/kvm_page_track.h>
+
+#include "pt_rules.h"
+
+/* The most guest memory a VM may have to be attached: 1 TiB. */
+#define KPT_MAX_FRAMES		BIT_ULL(28)
+
+struct kpt_vm {
+	struct kvm *kvm;
+	struct pt_engine engine;
+	struct pt_env env;
+	struct kvm_page_track_notifier_node notifier;
+	struct list_head node;		/* on kpt_vms */
+	struct dentry *debugfs;
+	unsigned int id;
+	int killed;			/* set once, by kpt_kill */
+	u32 kill_reason;		/* KVM_PAGETYPE_KILL_* */
+};
+
+/* One open /dev/kvm-pagetype: at most one VM. */
+struct kpt_file {
+	struct mutex lock;		/* vm */
+	struct kpt_vm *vm;
+};
+
+static LIST_HEAD(kpt_vms);
+static DEFINE_MUTEX(kpt_vms_lock);
+/* The counters of VMs already detached, for the global totals. */
+static struct kvm_pagetype_stats kpt_retired;
+static unsigned int kpt_next_id;
+static struct dentry *kpt_debugfs;
+
+static const char * const kpt_kill_names[] = {
+	[KVM_PAGETYPE_KILL_WRITE] = "a trapped write broke a rule",
+	[KVM_PAGETYPE_KILL_BATCH] = "malformed batch",
+	[KVM_PAGETYPE_KILL_MEMSLOT] = "memslot holding a pinned table removed",
+};
+
+/*
+ * Kill the VM: its vCPUs leave KVM_RUN with -EIO and never re-enter.  The
+ * write that caused it is already in guest memory (docs/pagetype.md, "The
+ * window").
+ */
+static void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule)
+{
+	if (xchg(&vm->killed, 1))
+		return;
+	vm->kill_reason = why;
+	pr_warn_ratelimited("vm%u (pid %d) killed: %s at gpa %#llx (result %u)\n",
+			    vm->id, vm->kvm->userspace_pid, kpt_kill_names[why],
+			    gpa, rule);
+	kvm_vm_dead(vm->kvm);
+}
+
+static int kpt_read_table(void *priv, u64 gfn, u64 *entries)
+{
+	struct kpt_vm *vm = priv;
+	int idx, ret;
+
+	idx = srcu_read_lock(&vm->kvm->srcu);
+	ret = kvm_read_guest(vm->kvm, gfn << PAGE_SHIFT, entries, PAGE_SIZE);
+	srcu_read_unlock(&vm->kvm->srcu, idx);
+	return ret;
+}
+
+static int kpt_track(void *priv, u64 gfn, bool on)
+{
+	struct kpt_vm *vm = priv;
+	struct kvm *kvm = vm->kvm;
+	struct kvm_memory_slot *slot;
+	int idx, ret = 0;
+
+	/*
+	 * A killed VM keeps its tracking: its memslots may have gone (the
+	 * count would go negative on a new slot), and it runs no more.
+	 */
+	if (!on && READ_ONCE(vm->killed))
+		return 0;
+	idx = srcu_read_lock(&kvm->srcu);
+	write_lock(&kvm->mmu_lock);
+	slot = gfn_to_memslot(kvm, gfn);
+	if (!slot)
+		ret = -EFAULT;
+	else if (on)
+		kvm_slot_page_track_add_page(kvm, slot, gfn,
+					     KVM_PAGE_TRACK_WRITE);
+	else
+		kvm_slot_page_track_remove_page(kvm, slot, gfn,
+						KVM_PAGE_TRACK_WRITE);
+	write_unlock(&kvm->mmu_lock);
+	srcu_read_unlock(&kvm->srcu, idx);
+	return ret;
+}
+
+/* Runs in the vCPU thread, after the write landed; may sleep. */
+static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
+			    int bytes, struct kvm_page_track_notifier_node *node)
+{
+	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
+	u16 rule;
+
+	if (READ_ONCE(vm->killed))
+		return;
+	rule = pt_engine_write(&vm->engine, gpa, new, bytes);
+	if (rule)
+		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
+}
+
+/* A memslot moves or goes: tracking of its frames is lost with it. */
+static void kpt_track_flush_slot(struct kvm *kvm, struct kvm_memory_slot *slot,
+				 struct kvm_page_track_notifier_node *node)
+{
+	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
+
+	if (pt_engine_has_table(&vm->engine, slot->base_gfn, slot->npages))
+		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT,
+			 slot->base_gfn << PAGE_SHIFT, 0);
+}
+
+static void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
+{
+	pt_engine_stats(&vm->engine, s);
+	s->kills = READ_ONCE(vm->killed);
+	s->last_kill = vm->kill_reason;
+}
+
+static void kpt_stats_add(struct kvm_pagetype_stats *sum,
+			  const struct kvm_pagetype_stats *s)
+{
+	const u64 *from = (const u64 *)s;
+	u64 *to = (u64 *)sum;
+	size_t i;
+
+	for (i = 0; i < sizeof(*s) / sizeof(u64); i++)
+		to[i] += from[i];
+	sum->last_kill = s->last_kill ?: sum->last_kill;
+}
+
+static void kpt_global_stats(struct kvm_pagetype_stats *sum)
+{
+	struct kvm_pagetype_stats s;
+	struct kpt_vm *vm;
+
+	mutex_lock(&kpt_vms_lock);
+	*sum = kpt_retired;
+	sum->vms = 0;
+	list_for_each_entry(vm, &kpt_vms, node) {
+		kpt_vm_stats(vm, &s);
+		kpt_stats_add(sum, &s);
+	}
+	mutex_unlock(&kpt_vms_lock);
+}
+
+static void kpt_stats_show(struct seq_file *m,
+			   const struct kvm_pagetype_stats *s)
+{
+	static const char * const ops[KVM_PAGETYPE_NR_OPS] = {
+		"null", "pin_l1", "pin_l2", "pin_l3", "pin_l4", "unpin",
+		"to_semi", "to_writable", "set_mode", "query",
+	};
+	int i;
+
+	for (i = 0; i < KVM_PAGETYPE_NR_OPS; i++)
+		seq_printf(m, "op_%s %llu\n", ops[i], s->ops[i]);
+	seq_printf(m, "op_errors %llu\nbatches %llu\nbatches_cut %llu\n",
+		   s->op_errors, s->batches, s->batches_cut);
+	seq_printf(m, "validations %llu\nwrites %llu\nwrite_updates %llu\n",
+		   s->validations, s->writes, s->write_updates);
+	seq_printf(m, "violations %llu\nkills %llu\nlast_kill %llu\n",
+		   s->violations, s->kills, s->last_kill);
+	for (i = 0; i < 4; i++)
+		seq_printf(m, "pinned_l%d %llu\n", i + 1, s->pinned[i]);
+	seq_printf(m, "semi %llu\nvms %llu\n", s->semi, s->vms);
+}
+
+static int kpt_vm_debugfs_show(struct seq_file *m, void *unused)
+{
+	struct kvm_pagetype_stats s;
+
+	kpt_vm_stats(m->private, &s);
+	kpt_stats_show(m, &s);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kpt_vm_debugfs);
+
+static int kpt_global_debugfs_show(struct seq_file *m, void *unused)
+{
+	struct kvm_pagetype_stats s;
+
+	kpt_global_stats(&s);
+	kpt_stats_show(m, &s);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kpt_global_debugfs);
+
+/* The frames the type words cover: up to the end of the highest slot. */
+static u64 kpt_guest_frames(struct kvm *kvm)
+{
+	struct kvm_memory_slot *slot;
+	u64 end = 0;
+	int idx, bkt;
+
+	idx = srcu_read_lock(&kvm->srcu);
+	kvm_for_each_memslot(slot, bkt, kvm_memslots(kvm))
+		end = max_t(u64, end, slot->base_gfn + slot->npages);
+	srcu_read_unlock(&kvm->srcu, idx);
+	return end;
+}
+
+static void kpt_detach(struct kpt_vm *vm)
+{
+	struct kvm_pagetype_stats s;
+
+	mutex_lock(&kpt_vms_lock);
+	list_del(&vm->node);
+	kpt_vm_stats(vm, &s);
+	s.vms = 0;
+	kpt_stats_add(&kpt_retired, &s);
+	mutex_unlock(&kpt_vms_lock);
+	debugfs_remove_recursive(vm->debugfs);
+
+	/* After this no notifier runs: synchronize_srcu, so never locked. */
+	kvm_page_track_unregister_notifier(vm->kvm, &vm->notifier);
+	pt_engine_destroy(&vm->engine);
+	kvm_put_kvm(vm->kvm);
+	kfree(vm);
+}
+
+static long kpt_attach(struct kpt_file *kf, void __user *argp)
+{
+	struct kvm_pagetype_attach a;
+	struct kpt_vm *vm, *other;
+	struct kvm *kvm;
+	struct file *f;
+	char name[16];
+	long ret;
+
+	if (copy_from_user(&a, argp, sizeof(a)))
+		return -EFAULT;
+	if (a.flags & ~KVM_PAGETYPE_ATTACH_FLAGS)
+		return -EINVAL;
+
+	f = fget(a.vm_fd);
+	if (!f)
+		return -EBADF;
+	if (!file_is_kvm(f)) {
+		fput(f);
+		return -EINVAL;
+	}
+	kvm = f->private_data;
+	if (!kvm_get_kvm_safe(kvm)) {
+		fput(f);
+		return -ENOENT;
+	}
+	fput(f);
+
+	/* Guest memory is read through the VMM's own mappings. */
+	ret = -EPERM;
+	if (kvm->mm != current->mm)
+		goto err_put_kvm;
+	a.nr_frames = kpt_guest_frames(kvm);
+	ret = -EINVAL;
+	if (!a.nr_frames)
+		goto err_put_kvm;
+	ret = -E2BIG;
+	if (a.nr_frames > KPT_MAX_FRAMES)
+		goto err_put_kvm;
+
+	ret = -ENOMEM;
+	vm = kzalloc(sizeof(*vm), GFP_KERNEL_ACCOUNT);
+	if (!vm)
+		goto err_put_kvm;
+	vm->kvm = kvm;
+	vm->env.read_table = kpt_read_table;
+	vm->env.track = kpt_track;
+	vm->env.priv = vm;
+	ret = pt_engine_init(&vm->engine, a.nr_frames, a.flags, &vm->env);
+	if (ret)
+		goto err_free_vm;
+	vm->notifier.track_write = kpt_track_write;
+	vm->notifier.track_flush_slot = kpt_track_flush_slot;
+
+	mutex_lock(&kf->lock);
+	ret = -EBUSY;
+	if (kf->vm)
+		goto err_unlock_file;
+	mutex_lock(&kpt_vms_lock);
+	list_for_each_entry(other, &kpt_vms, node) {
+		if (other->kvm == kvm)
+			goto err_unlock_vms;
+	}
+	ret = -EFAULT;
+	if (copy_to_user(argp, &a, sizeof(a)))
+		goto err_unlock_vms;
+	vm->id = kpt_next_id++;
+	list_add_tail(&vm->node, &kpt_vms);
+	kvm_page_track_register_notifier(kvm, &vm->notifier);
+	mutex_unlock(&kpt_vms_lock);
+	kf->vm = vm;
+	mutex_unlock(&kf->lock);
+
+	snprintf(name, sizeof(name), "vm%u", vm->id);
+	vm->debugfs = debugfs_create_file(name, 0400, kpt_debugfs, vm,
+					  &kpt_vm_debugfs_fops);
+	return 0;
+
+err_unlock_vms:
+	mutex_unlock(&kpt_vms_lock);
+err_unlock_file:
+	mutex_unlock(&kf->lock);
+	pt_engine_destroy(&vm->engine);
+err_free_vm:
+	kfree(vm);
+err_put_kvm:
+	kvm_put_kvm(kvm);
+	return ret;
+}
+
+/*
+ * Write the results back through the VMM's mapping of guest memory, as
+ * QEMU would: kvm_write_guest wants a vCPU for the dirty ring.  Not
+ * write-tracked, so never into a table (kpt_run_batch).
+ */
+static int kpt_write_back(struct kvm *kvm, u64 gpa, const void *data,
+			  size_t len)
+{
+	unsigned long hva;
+	int idx, ret = 0;
+
+	idx = srcu_read_lock(&kvm->srcu);
+	hva = gfn_to_hva(kvm, gpa >> PAGE_SHIFT);
+	if (kvm_is_error_hva(hva) ||
+	    copy_to_user((void __user *)(hva + offset_in_page(gpa)), data, len))
+		ret = -EFAULT;
+	srcu_read_unlock(&kvm->srcu, idx);
+	return ret;
+}
+
+/*
+ * Run the batch the guest placed at b.gpa.  The whole call holds the
+ * engine's lock, so no op (this batch's or another's) can make the
+ * batch's own frame a table before the results are written back there.
+ */
+static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
+{
+	struct kvm_pagetype_batch b;
+	struct kvm_pagetype_op *ops;
+	struct kvm *kvm = vm->kvm;
+	size_t len;
+	long ret;
+	int idx;
+
+	if (copy_from_user(&b, argp, sizeof(b)))
+		return -EFAULT;
+	if (READ_ONCE(vm->killed))
+		return -EIO;
+	len = (size_t)b.count * sizeof(*ops);
+	if (!b.count || b.count > KVM_PAGETYPE_MAX_BATCH ||
+	    b.gpa % sizeof(*ops) ||
+	    (b.gpa & ~PAGE_MASK) + len > PAGE_SIZE ||
+	    (b.gpa >> PAGE_SHIFT) >= vm->engine.nr_frames)
+		goto malformed;
+
+	ops = kmalloc(len, GFP_KERNEL_ACCOUNT);
+	if (!ops)
+		return -ENOMEM;
+	pt_engine_lock(&vm->engine);
+	ret = -EIO;
+	if (pt_engine_is_table_locked(&vm->engine, b.gpa >> PAGE_SHIFT))
+		goto err_malformed;
+	idx = srcu_read_lock(&kvm->srcu);
+	ret = kvm_read_guest(kvm, b.gpa, ops, len);
+	srcu_read_unlock(&kvm->srcu, idx);
+	if (ret)
+		goto err_malformed;
+	b.done = pt_engine_batch_locked(&vm->engine, b.gpa >> PAGE_SHIFT,
+					ops, b.count);
+	ret = kpt_write_back(kvm, b.gpa, ops, len);
+	pt_engine_unlock(&vm->engine);
+	kfree(ops);
+	if (ret)
+		goto malformed;
+	if (copy_to_user(argp, &b, sizeof(b)))
+		return -EFAULT;
+	return 0;
+
+err_malformed:
+	pt_engine_unlock(&vm->engine);
+	kfree(ops);
+malformed:
+	kpt_kill(vm, KVM_PAGETYPE_KILL_BATCH, b.gpa, KVM_PAGETYPE_R_INVAL);
+	return -EIO;
+}
+
+static long kpt_get_stats(struct kpt_vm *vm, void __user *argp)
+{
+	struct kvm_pagetype_get_stats g;
+
+	if (copy_from_user(&g, argp, sizeof(g)))
+		return -EFAULT;
+	if (g.flags & ~KVM_PAGETYPE_STATS_GLOBAL || g.pad)
+		return -EINVAL;
+	if (g.flags & KVM_PAGETYPE_STATS_GLOBAL)
+		kpt_global_stats(&g.stats);
+	else if (vm)
+		kpt_vm_stats(vm, &g.stats);
+	else
+		return -ENOENT;
+	if (copy_to_user(argp, &g, sizeof(g)))
+		return -EFAULT;
+	return 0;
+}
+
+static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct kpt_file *kf = file->private_data;
+	void __user *argp = (void __user *)arg;
+	struct kpt_vm *vm;
+
+	switch (cmd) {
+	case KVM_PAGETYPE_VERSION:
+		return KVM_PAGETYPE_ABI_VERSION;
+	case KVM_PAGETYPE_ATTACH:
+		return kpt_attach(kf, argp);
+	}
+
+	mutex_lock(&kf->lock);
+	vm = kf->vm;
+	mutex_unlock(&kf->lock);
+
+	switch (cmd) {
+	case KVM_PAGETYPE_RUN_BATCH:
+		if (!vm)
+			return -ENOENT;
+		if (vm->kvm->mm != current->mm)
+			return -EIO;
+		return kpt_run_batch(vm, argp);
+	case KVM_PAGETYPE_GET_STATS:
+		return kpt_get_stats(vm, argp);
+	}
+	return -ENOTTY;
+}
+
+static int kpt_open(struct inode *inode, struct file *file)
+{
+	struct kpt_file *kf;
+
+	kf = kzalloc(sizeof(*kf), GFP_KERNEL_ACCOUNT);
+	if (!kf)
+		return -ENOMEM;
+	mutex_init(&kf->lock);
+	file->private_data = kf;
+	return 0;
+}
+
+static int kpt_release(struct inode *inode, struct file *file)
+{
+	struct kpt_file *kf = file->private_data;
+
+	if (kf->vm)
+		kpt_detach(kf->vm);
+	mutex_destroy(&kf->lock);
+	kfree(kf);
+	return 0;
+}
+
+static const struct file_operations kpt_fops = {
+	.owner = THIS_MODULE,
+	.open = kpt_open,
+	.release = kpt_release,
+	.unlocked_ioctl = kpt_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice kpt_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "kvm-pagetype",
+	.fops = &kpt_fops,
+	.mode = 0600,
+};
+
+static int __init kpt_init(void)
+{
+	int ret;
+
+	kpt_debugfs = debugfs_create_dir("kvm_pagetype", NULL);
+	debugfs_create_file("global", 0400, kpt_debugfs, NULL,
+			    &kpt_global_debugfs_fops);
+	ret = misc_register(&kpt_misc);
+	if (ret) {
+		debugfs_remove_recursive(kpt_debugfs);
+		return ret;
+	}
+	pr_info("ABI %d, /dev/%s\n", KVM_PAGETYPE_ABI_VERSION, kpt_misc.name);
+	return 0;
+}
+
+/* Every open file holds a module reference: no VM is attached here. */
+static void __exit kpt_exit(void)
+{
+	misc_deregister(&kpt_misc);
+	debugfs_remove_recursive(kpt_debugfs);
+}
+
+module_init(kpt_init);
+module_exit(kpt_exit);
+MODULE_DESCRIPTION("Xen-style paravirtual page types for KVM guests");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * The page-type rule engine (see pt_rules.h and docs/pagetype.md).
+ *
+ * Every guest frame has a type word.  A frame starts writable with type
+ * count 0.  Pinning makes it a level-n table: only at type count 0, and
+ * only once each of its present entries is valid, each taking a reference
+ * on what it points at.  Unpinning (only once nothing else references the
+ * table) and removing an entry drop those references.  Xen lets a
+ * referenced table be unpinned and devalidates it when its last reference
+ * goes, which can cascade through a whole tree; refusing that unpin
+ * instead keeps every op and every trapped write to one table's work.
+ */
+#include "pt_rules.h"
+
+#define SHIFT_2M	9
+#define SHIFT_1G	18
+
+static u64 entry_gfn(u64 entry)
+{
+	return (entry & PT_ADDR_MASK) >> 12;
+}
+
+static bool entry_is_leaf(int level, u64 entry)
+{
+	return level == 1 || ((level == 2 || level == 3) && (entry & PT_PS));
+}
+
+static u32 word_make(u32 type, u32 flags, u32 count)
+{
+	return (type << KVM_PAGETYPE_TYPE_SHIFT) | flags | count;
+}
+
+/* Take a type reference on a frame of the given type. */
+static u16 type_get(struct pt_engine *e, u64 gfn, u32 type)
+{
+	u32 w = e->word[gfn];
+
+	if (pt_type(w) != type)
+		return KVM_PAGETYPE_R_TYPE;
+	if (type != KVM_PAGETYPE_WRITABLE && !(w & KVM_PAGETYPE_F_VALIDATED))
+		return KVM_PAGETYPE_R_TYPE;
+	if (pt_count(w) == KVM_PAGETYPE_COUNT_MASK)
+		return KVM_PAGETYPE_R_OVERFLOW;
+	e->word[gfn] = w + 1;
+	return KVM_PAGETYPE_R_OK;
+}
+
+static void type_put(struct pt_engine *e, u64 gfn)
+{
+	/* Only references type_get took come back here: never below 0. */
+	if (pt_count(e->word[gfn]))
+		e->word[gfn]--;
+}
+
+/* A superpage leaf: the shift of its span in frames, or 0 if misaligned. */
+static unsigned int superpage_shift(int level, u64 entry)
+{
+	unsigned int shift = level == 2 ? SHIFT_2M : SHIFT_1G;
+	/* Bit 12 is PAT; the bits between it and the base are reserved. */
+	u64 reserved = GENMASK_ULL(11 + shift, 13);
+
+	return (entry & reserved) ? 0 : shift;
+}
+
+/*
+ * Validate one present entry of a level-n table and take the references
+ * it needs.  index is its slot, for the kernel-half exception.
+ */
+static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
+		     u64 entry)
+{
+	u64 gfn = entry_gfn(entry);
+	unsigned int shift;
+	u64 base;
+
+	if (!(entry & PT_P))
+		return KVM_PAGETYPE_R_OK;
+	if (level == 4 && (entry & PT_PS))
+		return KVM_PAGETYPE_R_BADENTRY;
+
+	if (level == 1) {
+		if (gfn >= e->nr_frames)
+			return KVM_PAGETYPE_R_RANGE;
+		if (!(entry & PT_RW))
+			return KVM_PAGETYPE_R_OK;
+		return type_get(e, gfn, KVM_PAGETYPE_WRITABLE);
+	}
+
+	if (entry_is_leaf(level, entry)) {
+		shift = superpage_shift(level, entry);
+		if (!shift)
+			return KVM_PAGETYPE_R_BADENTRY;
+		base = gfn >> shift;
+		if ((base + 1) << shift > e->nr_frames)
+			return KVM_PAGETYPE_R_RANGE;
+		if (!(entry & PT_RW))
+			return KVM_PAGETYPE_R_OK;
+		if (shift == SHIFT_2M) {
+			if (e->tables_2m[base])
+				return KVM_PAGETYPE_R_TYPE;
+			e->writable_2m[base]++;
+		} else {
+			if (e->tables_1g[base])
+				return KVM_PAGETYPE_R_TYPE;
+			e->writable_1g[base]++;
+		}
+		return KVM_PAGETYPE_R_OK;
+	}
+
+	if (gfn >= e->nr_frames)
+		return KVM_PAGETYPE_R_RANGE;
+	if (level == 4 && index >= PT_ENTRIES / 2 &&
+	    (e->flags & KVM_PAGETYPE_ATTACH_KERNEL_HALF) &&
+	    pt_type(e->word[gfn]) == KVM_PAGETYPE_WRITABLE)
+		return type_get(e, gfn, KVM_PAGETYPE_WRITABLE);
+	return type_get(e, gfn, level - 1);
+}
+
+/* Drop what entry_get took for an entry it accepted. */
+static void entry_put(struct pt_engine *e, int level, u64 entry)
+{
+	u64 gfn = entry_gfn(entry);
+	unsigned int shift;
+
+	if (!(entry & PT_P))
+		return;
+	if (level == 1) {
+		if (entry & PT_RW)
+			type_put(e, gfn);
+		return;
+	}
+	if (entry_is_leaf(level, entry)) {
+		if (!(entry & PT_RW))
+			return;
+		shift = superpage_shift(level, entry);
+		if (shift == SHIFT_2M)
+			e->writable_2m[gfn >> shift]--;
+		else
+			e->writable_1g[gfn >> shift]--;
+		return;
+	}
+	type_put(e, gfn);
+}
+
+static void region_tables_add(struct pt_engine *e, u64 gfn, int delta)
+{
+	e->tables_2m[gfn >> SHIFT_2M] += delta;
+	e->tables_1g[gfn >> SHIFT_1G] += delta;
+}
+
+static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
+{
+	u32 w = e->word[gfn];
+	u32 semi = w & KVM_PAGETYPE_SEMI;
+	unsigned int i;
+	u64 *buf;
+	u16 r;
+
+	if (pt_type(w) == (u32)level && (w & KVM_PAGETYPE_F_PINNED))
+		return KVM_PAGETYPE_R_EXIST;
+	if (pt_type(w) != KVM_PAGETYPE_WRITABLE)
+		return KVM_PAGETYPE_R_TYPE;
+	if (pt_count(w))
+		return KVM_PAGETYPE_R_BUSY;
+	if (e->writable_2m[gfn >> SHIFT_2M] || e->writable_1g[gfn >> SHIFT_1G])
+		return KVM_PAGETYPE_R_BUSY;
+	if (e->mode == KVM_PAGETYPE_MODE_FINE && !semi)
+		return KVM_PAGETYPE_R_MODE;
+
+	buf = pt_page_alloc();
+	if (!buf)
+		return KVM_PAGETYPE_R_IO;
+	/*
+	 * Track first, then read: a write that lands after the read is
+	 * validated by the notifier against what this pin validated.
+	 */
+	if (e->env->track(e->env->priv, gfn, true)) {
+		r = KVM_PAGETYPE_R_IO;
+		goto err_free;
+	}
+	if (e->env->read_table(e->env->priv, gfn, buf)) {
+		r = KVM_PAGETYPE_R_IO;
+		goto err_untrack;
+	}
+
+	/* Typed before validation, so the table cannot reference itself. */
+	e->word[gfn] = word_make(level, semi, 0);
+	region_tables_add(e, gfn, 1);
+	for (i = 0; i < PT_ENTRIES; i++) {
+		e->stats.validations++;
+		r = entry_get(e, level, i, buf[i]);
+		if (r)
+			goto err_unwind;
+	}
+	e->word[gfn] = word_make(level, semi | KVM_PAGETYPE_F_PINNED |
+				 KVM_PAGETYPE_F_VALIDATED, 1);
+	e->shadow[gfn] = buf;
+	e->stats.pinned[level - 1]++;
+	return KVM_PAGETYPE_R_OK;
+
+err_unwind:
+	while (i--)
+		entry_put(e, level, buf[i]);
+	region_tables_add(e, gfn, -1);
+	e->word[gfn] = w;
+err_untrack:
+	e->env->track(e->env->priv, gfn, false);
+err_free:
+	pt_page_free(buf);
+	return r;
+}
+
+static u16 op_unpin(struct pt_engine *e, u64 gfn)
+{
+	u32 w = e->word[gfn];
+	int level = pt_type(w);
+	u64 *buf = e->shadow[gfn];
+	unsigned int i;
+
+	if (level == KVM_PAGETYPE_WRITABLE || !(w & KVM_PAGETYPE_F_PINNED))
+		return KVM_PAGETYPE_R_NOENT;
+	if (pt_count(w) != 1)
+		return KVM_PAGETYPE_R_BUSY;
+	for (i = 0; i < PT_ENTRIES; i++)
+		entry_put(e, level, buf[i]);
+	e->env->track(e->env->priv, gfn, false);
+	e->shadow[gfn] = NULL;
+	pt_page_free(buf);
+	region_tables_add(e, gfn, -1);
+	e->word[gfn] = word_make(KVM_PAGETYPE_WRITABLE,
+				 w & KVM_PAGETYPE_SEMI, 0);
+	e->stats.pinned[level - 1]--;
+	return KVM_PAGETYPE_R_OK;
+}
+
+static u16 op_to_semi(struct pt_engine *e, u64 gfn)
+{
+	u32 w = e->word[gfn];
+
+	if (pt_type(w) != KVM_PAGETYPE_WRITABLE)
+		return KVM_PAGETYPE_R_TYPE;
+	if (w & KVM_PAGETYPE_SEMI)
+		return KVM_PAGETYPE_R_EXIST;
+	e->word[gfn] = w | KVM_PAGETYPE_SEMI;
+	e->stats.semi++;
+	return KVM_PAGETYPE_R_OK;
+}
+
+static u16 op_to_writable(struct pt_engine *e, u64 gfn)
+{
+	u32 w = e->word[gfn];
+
+	if (pt_type(w) != KVM_PAGETYPE_WRITABLE)
+		return KVM_PAGETYPE_R_TYPE;
+	if (!(w & KVM_PAGETYPE_SEMI))
+		return KVM_PAGETYPE_R_NOENT;
+	e->word[gfn] = w & ~KVM_PAGETYPE_SEMI;
+	e->stats.semi--;
+	return KVM_PAGETYPE_R_OK;
+}
+
+static bool op_takes_frame(u16 code)
+{
+	return code >= KVM_PAGETYPE_OP_PIN_L1 && code != KVM_PAGETYPE_OP_SET_MODE;
+}
+
+static u16 op_run(struct pt_engine *e, struct kvm_pagetype_op *op)
+{
+	u16 code = op->code;
+	u64 gfn = op->arg;
+
+	op->out = 0;
+	if (code >= KVM_PAGETYPE_NR_OPS)
+		return KVM_PAGETYPE_R_INVAL;
+	e->stats.ops[code]++;
+	if (op_takes_frame(code) && gfn >= e->nr_frames)
+		return KVM_PAGETYPE_R_RANGE;
+
+	switch (code) {
+	case KVM_PAGETYPE_OP_NULL:
+		return KVM_PAGETYPE_R_OK;
+	case KVM_PAGETYPE_OP_PIN_L1:
+	case KVM_PAGETYPE_OP_PIN_L2:
+	case KVM_PAGETYPE_OP_PIN_L3:
+	case KVM_PAGETYPE_OP_PIN_L4:
+		return op_pin(e, code - KVM_PAGETYPE_OP_PIN_L1 + 1, gfn);
+	case KVM_PAGETYPE_OP_UNPIN:
+		return op_unpin(e, gfn);
+	case KVM_PAGETYPE_OP_TO_SEMI:
+		return op_to_semi(e, gfn);
+	case KVM_PAGETYPE_OP_TO_WRITABLE:
+		return op_to_writable(e, gfn);
+	case KVM_PAGETYPE_OP_SET_MODE:
+		if (op->arg != KVM_PAGETYPE_MODE_COARSE &&
+		    op->arg != KVM_PAGETYPE_MODE_FINE)
+			return KVM_PAGETYPE_R_INVAL;
+		e->mode = op->arg;
+		return KVM_PAGETYPE_R_OK;
+	case KVM_PAGETYPE_OP_QUERY:
+		op->out = e->word[gfn];
+		return KVM_PAGETYPE_R_OK;
+	}
+	return KVM_PAGETYPE_R_INVAL;
+}
+
+static u32 op_cost(const struct kvm_pagetype_op *op)
+{
+	return op->code >= KVM_PAGETYPE_OP_PIN_L1 &&
+	       op->code <= KVM_PAGETYPE_OP_PIN_L4 ? PT_ENTRIES : 1;
+}
+
+static u16 engine_op_locked(struct pt_engine *e, struct kvm_pagetype_op *op)
+{
+	op->result = op_run(e, op);
+	if (op->result)
+		e->stats.op_errors++;
+	return op->result;
+}
+
+void pt_engine_lock(struct pt_engine *e)
+{
+	pt_mutex_lock(&e->lock);
+}
+
+void pt_engine_unlock(struct pt_engine *e)
+{
+	pt_mutex_unlock(&e->lock);
+}
+
+u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
+			   struct kvm_pagetype_op *ops, u32 count)
+{
+	u32 work = 0, done, i;
+
+	e->stats.batches++;
+	for (done = 0; done < count; done++) {
+		struct kvm_pagetype_op *op = &ops[done];
+
+		if (work + op_cost(op) > KVM_PAGETYPE_WORK_BUDGET)
+			break;
+		work += op_cost(op);
+		if (op_cost(op) > 1 && op->arg == home &&
+		    home < e->nr_frames) {
+			/* The batch's own frame: results land there. */
+			e->stats.ops[op->code]++;
+			op->out = 0;
+			op->result = KVM_PAGETYPE_R_BUSY;
+			e->stats.op_errors++;
+			continue;
+		}
+		engine_op_locked(e, op);
+	}
+	if (done < count)
+		e->stats.batches_cut++;
+	for (i = done; i < count; i++) {
+		ops[i].result = KVM_PAGETYPE_R_SKIPPED;
+		ops[i].out = 0;
+	}
+	return done;
+}
+
+u32 pt_engine_batch(struct pt_engine *e, struct kvm_pagetype_op *ops,
+		    u32 count)
+{
+	u32 done;
+
+	pt_mutex_lock(&e->lock);
+	done = pt_engine_batch_locked(e, PT_NO_HOME, ops, count);
+	pt_mutex_unlock(&e->lock);
+	return done;
+}
+
+u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len)
+{
+	u64 gfn = gpa >> 12;
+	unsigned int off = gpa & (PT_PAGE_SIZE - 1);
+	unsigned int i, b, first, last;
+	u64 *shadow, old, new;
+	u16 r = KVM_PAGETYPE_R_OK;
+	int level;
+
+	if (len <= 0 || gfn >= e->nr_frames)
+		return KVM_PAGETYPE_R_OK;
+	if (off + len > PT_PAGE_SIZE)
+		len = PT_PAGE_SIZE - off;
+
+	pt_mutex_lock(&e->lock);
+	shadow = e->shadow[gfn];
+	if (!shadow)
+		goto out;	/* not a table (any more): not ours */
+	level = pt_type(e->word[gfn]);
+	e->stats.writes++;
+	first = off / 8;
+	last = (off + len - 1) / 8;
+	for (i = first; i <= last; i++) {
+		old = shadow[i];
+		new = old;
+		for (b = 0; b < 8; b++) {
+			unsigned int at = i * 8 + b;
+
+			if (at < off || at >= off + len)
+				continue;
+			new &= ~(0xffULL << (8 * b));
+			new |= (u64)bytes[at - off] << (8 * b);
+		}
+		if (!((old | new) & PT_P) || !((old ^ new) & PT_GRANT_MASK)) {
+			shadow[i] = new;
+			continue;
+		}
+		e->stats.write_updates++;
+		e->stats.validations++;
+		r = entry_get(e, level, i, new);
+		if (r) {
+			e->stats.violations++;
+			goto out;
+		}
+		entry_put(e, level, old);
+		shadow[i] = new;
+	}
+out:
+	pt_mutex_unlock(&e->lock);
+	return r;
+}
+
+bool pt_engine_is_table_locked(struct pt_engine *e, u64 gfn)
+{
+	return gfn < e->nr_frames && e->shadow[gfn];
+}
+
+bool pt_engine_has_table(struct pt_engine *e, u64 gfn, u64 n)
+{
+	bool ret = false;
+	u64 end;
+
+	pt_mutex_lock(&e->lock);
+	end = gfn + n < e->nr_frames ? gfn + n : e->nr_frames;
+	for (; gfn < end && !ret; gfn++)
+		ret = e->shadow[gfn];
+	pt_mutex_unlock(&e->lock);
+	return ret;
+}
+
+void pt_engine_stats(struct pt_engine *e, struct kvm_pagetype_stats *out)
+{
+	pt_mutex_lock(&e->lock);
+	*out = e->stats;
+	pt_mutex_unlock(&e->lock);
+}
+
+int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
+		   const struct pt_env *env)
+{
+	u64 n2m = (nr_frames >> SHIFT_2M) + 1, n1g = (nr_frames >> SHIFT_1G) + 1;
+
+	memset(e, 0, sizeof(*e));
+	pt_mutex_init(&e->lock);
+	e->env = env;
+	e->nr_frames = nr_frames;
+	e->flags = flags;
+	e->mode = KVM_PAGETYPE_MODE_COARSE;
+	e->word = pt_calloc(nr_frames, sizeof(*e->word));
+	e->shadow = pt_calloc(nr_frames, sizeof(*e->shadow));
+	e->tables_2m = pt_calloc(n2m, sizeof(u32));
+	e->writable_2m = pt_calloc(n2m, sizeof(u32));
+	e->tables_1g = pt_calloc(n1g, sizeof(u32));
+	e->writable_1g = pt_calloc(n1g, sizeof(u32));
+	if (!e->word || !e->shadow || !e->tables_2m || !e->writable_2m ||
+	    !e->tables_1g || !e->writable_1g) {
+		pt_engine_destroy(e);
+		return -ENOMEM;
+	}
+	e->stats.vms = 1;
+	return 0;
+}
+
+void pt_engine_destroy(struct pt_engine *e)
+{
+	u64 gfn;
+
+	if (e->shadow) {
+		for (gfn = 0; gfn < e->nr_frames; gfn++) {
+			if (!e->shadow[gfn])
+				continue;
+			e->env->track(e->env->priv, gfn, false);
+			pt_page_free(e->shadow[gfn]);
+		}
+	}
+	pt_mutex_destroy(&e->lock);
+	pt_cfree(e->word);
+	pt_cfree(e->shadow);
+	pt_cfree(e->tables_2m);
+	pt_cfree(e->writable_2m);
+	pt_cfree(e->tables_1g);
+	pt_cfree(e->writable_1g);
+	memset(e, 0, sizeof(*e));
+}

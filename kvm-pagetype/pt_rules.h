@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * The page-type rule engine: Xen's PV page types (xen/arch/x86/mm.c) for
+ * one guest, with PiBooster's semi-writable type.  It knows nothing of
+ * KVM: guest memory is read and write tracking is switched through
+ * struct pt_env, so the same file builds into kvm_pagetype.ko and into the
+ * user-space unit tests (tests/unit/test-pagetype.c).  docs/pagetype.md
+ * states the rules this file implements.
+ */
+#ifndef KVM_PAGETYPE_PT_RULES_H
+#define KVM_PAGETYPE_PT_RULES_H
+
+#ifdef __KERNEL__
+#include <linux/bits.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/types.h>
+
+#define pt_mutex		mutex
+#define pt_mutex_init(m)	mutex_init(m)
+#define pt_mutex_destroy(m)	mutex_destroy(m)
+#define pt_mutex_lock(m)	mutex_lock(m)
+#define pt_mutex_unlock(m)	mutex_unlock(m)
+#define pt_calloc(n, size)	kvcalloc(n, size, GFP_KERNEL_ACCOUNT)
+#define pt_cfree(p)		kvfree(p)
+#define pt_page_alloc()		kmalloc(PT_PAGE_SIZE, GFP_KERNEL_ACCOUNT)
+#define pt_page_free(p)		kfree(p)
+#else
+#include "pt_user.h"		/* tests/unit: the same in user space */
+#endif
+
+#include <linux/kvm_pagetype.h>
+
+#define PT_ENTRIES		512
+#define PT_PAGE_SIZE		4096
+
+/* x86-64 page-table entry bits the rules look at. */
+#define PT_P			BIT_ULL(0)
+#define PT_RW			BIT_ULL(1)
+#define PT_PS			BIT_ULL(7)
+#define PT_ADDR_MASK		GENMASK_ULL(51, 12)
+/* What an entry grants: a change outside these bits changes no reference. */
+#define PT_GRANT_MASK		(PT_P | PT_RW | PT_PS | PT_ADDR_MASK)
+
+/* The environment: how the engine reaches guest memory and KVM. */
+struct pt_env {
+	/* Read the frame's 512 entries; 0 or -errno. */
+	int (*read_table)(void *priv, u64 gfn, u64 *entries);
+	/* Start (on) or stop write tracking the frame; 0 or -errno. */
+	int (*track)(void *priv, u64 gfn, bool on);
+	void *priv;
+};
+
+struct pt_engine {
+	struct pt_mutex lock;	/* everything below */
+	const struct pt_env *env;
+	u64 nr_frames;
+	u32 flags;		/* KVM_PAGETYPE_ATTACH_* */
+	u32 mode;		/* KVM_PAGETYPE_MODE_* */
+	u32 *word;		/* the type word, per frame */
+	u64 **shadow;		/* per pinned table: its validated entries */
+	/* Per 2 MiB and 1 GiB region: tables inside, writable PS leaves over. */
+	u32 *tables_2m, *writable_2m;
+	u32 *tables_1g, *writable_1g;
+	struct kvm_pagetype_stats stats;
+};
+
+/* 0 or -ENOMEM; on failure nothing is left to destroy. */
+int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
+		   const struct pt_env *env);
+/* Stops tracking every pinned table and frees everything. */
+void pt_engine_destroy(struct pt_engine *e);
+
+/*
+ * Run a batch of count ops in order, under the engine's lock, writing each
+ * op's result (and out).  At most KVM_PAGETYPE_WORK_BUDGET units of work:
+ * the ops past it get R_SKIPPED.  Returns the number of ops run.  The
+ * caller bounds count (KVM_PAGETYPE_MAX_BATCH).
+ */
+u32 pt_engine_batch(struct pt_engine *e, struct kvm_pagetype_op *ops,
+		    u32 count);
+
+/*
+ * The same under the caller's pt_engine_lock(), for a batch read from
+ * guest frame home: a pin of home is refused (R_BUSY), so the results can
+ * be written back there before the lock is dropped.
+ */
+#define PT_NO_HOME	(~0ULL)
+void pt_engine_lock(struct pt_engine *e);
+void pt_engine_unlock(struct pt_engine *e);
+u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
+			   struct kvm_pagetype_op *ops, u32 count);
+
+/*
+ * A guest write of len bytes at gpa has landed; bytes are the new ones.
+ * Validates it like an mmu_update against the table's shadow.  Returns 0,
+ * or the R_* code of the rule it broke (the caller kills the VM).
+ */
+u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len);
+
+/* Whether the frame is a table (pinned, write tracked); under the lock. */
+bool pt_engine_is_table_locked(struct pt_engine *e, u64 gfn);
+
+/* Whether any of the n frames from gfn is a table. */
+bool pt_engine_has_table(struct pt_engine *e, u64 gfn, u64 n);
+
+/* A copy of the counters, taken under the lock. */
+void pt_engine_stats(struct pt_engine *e, struct kvm_pagetype_stats *out);
+
+/* The fields of a type word. */
+static inline u32 pt_type(u32 w)
+{
+	return (w & KVM_PAGETYPE_TYPE_MASK) >> KVM_PAGETYPE_TYPE_SHIFT;
+}
+
+static inline u32 pt_count(u32 w)
+{
+	return w & KVM_PAGETYPE_COUNT_MASK;
+}
+
+#endif /* KVM_PAGETYPE_PT_RULES_H */

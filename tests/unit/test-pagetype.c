@@ -1,0 +1,723 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The page-type rule engine (kvm-pagetype/pt_rules.c) in user space:
+ * every transition and count edge, each validation rule accepted and
+ * refused, the superpage and kernel-half rules, modes, the work budget,
+ * trapped writes, failures of the environment, and two threads on one
+ * engine.  After each case the reference counts are recomputed from the
+ * shadows and compared with the type words.
+ */
+#include <pthread.h>
+
+#include "check.h"
+#include "pt_rules.h"
+
+#define W	KVM_PAGETYPE_WRITABLE
+
+/* A sparse fake guest: a page only where a test wrote one. */
+struct fake {
+	u64 nr;
+	u64 **page;
+	int *tracked;
+	int fail_track, fail_read;
+};
+
+static int fake_read(void *priv, u64 gfn, u64 *entries)
+{
+	struct fake *f = priv;
+
+	if (f->fail_read)
+		return -EIO;
+	if (f->page[gfn])
+		memcpy(entries, f->page[gfn], PT_PAGE_SIZE);
+	else
+		memset(entries, 0, PT_PAGE_SIZE);
+	return 0;
+}
+
+static int fake_track(void *priv, u64 gfn, bool on)
+{
+	struct fake *f = priv;
+
+	if (on && f->fail_track)
+		return -EFAULT;
+	f->tracked[gfn] += on ? 1 : -1;
+	T_ASSERT(f->tracked[gfn] == 0 || f->tracked[gfn] == 1,
+		 "frame %llu tracked %d times", (unsigned long long)gfn,
+		 f->tracked[gfn]);
+	return 0;
+}
+
+static struct fake fk;
+static struct pt_env env = { fake_read, fake_track, &fk };
+static struct pt_engine eng;
+
+static void setup(u64 nr, u32 flags)
+{
+	fk.nr = nr;
+	fk.page = calloc(nr, sizeof(*fk.page));
+	fk.tracked = calloc(nr, sizeof(*fk.tracked));
+	fk.fail_track = fk.fail_read = 0;
+	T_ASSERT(fk.page && fk.tracked, "oom");
+	T_EQ(pt_engine_init(&eng, nr, flags, &env), 0);
+}
+
+static void teardown(void)
+{
+	pt_engine_destroy(&eng);
+	for (u64 i = 0; i < fk.nr; i++) {
+		T_ASSERT(fk.tracked[i] == 0, "frame %llu still tracked",
+			 (unsigned long long)i);
+		free(fk.page[i]);
+	}
+	free(fk.page);
+	free(fk.tracked);
+}
+
+static u64 *page(u64 gfn)
+{
+	if (!fk.page[gfn])
+		fk.page[gfn] = calloc(PT_ENTRIES, sizeof(u64));
+	return fk.page[gfn];
+}
+
+static u64 pte(u64 gfn, u64 flags)
+{
+	return (gfn << 12) | PT_P | flags;
+}
+
+static u16 op(u16 code, u64 arg)
+{
+	struct kvm_pagetype_op o = { .code = code, .arg = arg };
+
+	T_EQ(pt_engine_batch(&eng, &o, 1), 1);
+	return o.result;
+}
+
+static u16 pin(int level, u64 gfn)
+{
+	return op(KVM_PAGETYPE_OP_PIN_L1 + level - 1, gfn);
+}
+
+static u16 unpin(u64 gfn)
+{
+	return op(KVM_PAGETYPE_OP_UNPIN, gfn);
+}
+
+static u32 query(u64 gfn)
+{
+	struct kvm_pagetype_op o = { .code = KVM_PAGETYPE_OP_QUERY, .arg = gfn };
+
+	T_EQ(pt_engine_batch(&eng, &o, 1), 1);
+	T_EQ(o.result, KVM_PAGETYPE_R_OK);
+	return o.out;
+}
+
+static u16 write64(u64 gfn, unsigned int index, u64 val)
+{
+	page(gfn)[index] = val;
+	return pt_engine_write(&eng, gfn * PT_PAGE_SIZE + index * 8,
+			       (const u8 *)&val, 8);
+}
+
+/* Recompute every count from the pins and the shadows; compare. */
+static void check_invariants(void)
+{
+	u64 n = eng.nr_frames, gfn;
+	u32 *count = calloc(n, sizeof(u32));
+	u64 pinned[4] = { 0 }, semi = 0;
+
+	for (gfn = 0; gfn < n; gfn++) {
+		u32 w = eng.word[gfn];
+		int level = pt_type(w);
+
+		if (w & KVM_PAGETYPE_SEMI)
+			semi++;
+		if (level == W) {
+			T_ASSERT(!eng.shadow[gfn], "writable frame with shadow");
+			T_ASSERT(!(w & (KVM_PAGETYPE_F_PINNED |
+					KVM_PAGETYPE_F_VALIDATED)),
+				 "writable frame %llx flags %x",
+				 (unsigned long long)gfn, w);
+			continue;
+		}
+		T_ASSERT(eng.shadow[gfn] && fk.tracked[gfn] == 1,
+			 "table %llx untracked", (unsigned long long)gfn);
+		pinned[level - 1]++;
+		count[gfn]++;
+		for (int i = 0; i < PT_ENTRIES; i++) {
+			u64 en = eng.shadow[gfn][i], to = (en & PT_ADDR_MASK) >> 12;
+
+			if (!(en & PT_P))
+				continue;
+			if (level == 1 ? (en & PT_RW) :
+			    !((level == 2 || level == 3) && (en & PT_PS)))
+				count[to]++;
+		}
+	}
+	for (gfn = 0; gfn < n; gfn++)
+		T_ASSERT(pt_count(eng.word[gfn]) == count[gfn],
+			 "frame %llx count %u, references %u",
+			 (unsigned long long)gfn, pt_count(eng.word[gfn]),
+			 count[gfn]);
+	for (int l = 0; l < 4; l++)
+		T_EQ(eng.stats.pinned[l], pinned[l]);
+	T_EQ(eng.stats.semi, semi);
+	free(count);
+}
+
+static void test_pin_unpin(void)
+{
+	setup(1024, 0);
+	T_EQ(query(10), 0);
+	for (int level = 1; level <= 4; level++) {
+		T_EQ(pin(level, 10), KVM_PAGETYPE_R_OK);
+		T_EQ(query(10), ((u32)level << 28) | KVM_PAGETYPE_F_PINNED |
+		     KVM_PAGETYPE_F_VALIDATED | 1);
+		T_EQ(fk.tracked[10], 1);
+		T_EQ(pin(level, 10), KVM_PAGETYPE_R_EXIST);
+		T_EQ(pin(level % 4 + 1, 10), KVM_PAGETYPE_R_TYPE);
+		check_invariants();
+		T_EQ(unpin(10), KVM_PAGETYPE_R_OK);
+		T_EQ(query(10), 0);
+		T_EQ(fk.tracked[10], 0);
+		T_EQ(unpin(10), KVM_PAGETYPE_R_NOENT);
+	}
+	T_EQ(pin(1, 1024), KVM_PAGETYPE_R_RANGE);
+	T_EQ(pin(1, ~0ULL), KVM_PAGETYPE_R_RANGE);
+	T_EQ(unpin(1024), KVM_PAGETYPE_R_RANGE);
+	T_EQ(op(KVM_PAGETYPE_OP_QUERY, 5000), KVM_PAGETYPE_R_RANGE);
+	T_EQ(op(KVM_PAGETYPE_NR_OPS, 0), KVM_PAGETYPE_R_INVAL);
+	T_EQ(op(0xffff, 0), KVM_PAGETYPE_R_INVAL);
+	T_EQ(op(KVM_PAGETYPE_OP_NULL, 12345), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, 2), KVM_PAGETYPE_R_INVAL);
+	T_EQ(eng.stats.ops[KVM_PAGETYPE_OP_PIN_L1], 5);
+	check_invariants();
+	teardown();
+}
+
+static void test_l1_rules(void)
+{
+	setup(1024, 0);
+	page(20)[0] = pte(30, PT_RW);		/* writable data */
+	page(20)[1] = pte(31, 0);		/* read-only data */
+	page(20)[2] = pte(30, PT_RW | PT_PS);	/* PS is PAT in an L1 */
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_count(query(30)), 2);
+	T_EQ(pt_count(query(31)), 0);
+	/* A frame mapped writable cannot become a table. */
+	T_EQ(pin(1, 30), KVM_PAGETYPE_R_BUSY);
+	T_EQ(pin(1, 31), KVM_PAGETYPE_R_OK);
+	check_invariants();
+
+	/* No leaf maps a table writable; read-only is fine. */
+	page(21)[7] = pte(31, PT_RW);
+	T_EQ(pin(1, 21), KVM_PAGETYPE_R_TYPE);
+	T_EQ(fk.tracked[21], 0);
+	T_EQ(query(21), 0);
+	page(21)[7] = pte(31, 0);
+	page(21)[8] = pte(20, 0);
+	T_EQ(pin(1, 21), KVM_PAGETYPE_R_OK);
+
+	/* Beyond guest memory. */
+	page(22)[0] = pte(1024, 0);
+	T_EQ(pin(1, 22), KVM_PAGETYPE_R_RANGE);
+	page(22)[0] = pte(0xfffffffffULL, PT_RW);
+	T_EQ(pin(1, 22), KVM_PAGETYPE_R_RANGE);
+	/* Not present: anything goes. */
+	page(22)[0] = 0xfffffffffffffffeULL;
+	T_EQ(pin(1, 22), KVM_PAGETYPE_R_OK);
+
+	/* A table mapping itself: writable refused, read-only accepted. */
+	page(23)[0] = pte(23, PT_RW);
+	T_EQ(pin(1, 23), KVM_PAGETYPE_R_TYPE);
+	T_EQ(query(23), 0);
+	page(23)[0] = pte(23, 0);
+	T_EQ(pin(1, 23), KVM_PAGETYPE_R_OK);
+	check_invariants();
+
+	/* A refused pin takes nothing: the entries before the bad one. */
+	page(24)[0] = pte(40, PT_RW);
+	page(24)[1] = pte(41, PT_RW);
+	page(24)[2] = pte(20, PT_RW);
+	T_EQ(pin(1, 24), KVM_PAGETYPE_R_TYPE);
+	T_EQ(pt_count(query(40)), 0);
+	T_EQ(pt_count(query(41)), 0);
+	check_invariants();
+
+	T_EQ(unpin(20), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_count(query(30)), 0);
+	T_EQ(pin(1, 30), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	teardown();
+}
+
+static void test_hierarchy(void)
+{
+	setup(1024, 0);
+	page(2)[0] = pte(1, PT_RW);
+	page(3)[0] = pte(2, PT_RW);
+	page(4)[0] = pte(3, PT_RW);
+	/* Bottom up only: each level must point at a typed level below. */
+	T_EQ(pin(4, 4), KVM_PAGETYPE_R_TYPE);
+	T_EQ(pin(3, 3), KVM_PAGETYPE_R_TYPE);
+	T_EQ(pin(2, 2), KVM_PAGETYPE_R_TYPE);
+	T_EQ(pin(1, 1), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(2, 2), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(3, 3), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(4, 4), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_count(query(1)), 2);
+	T_EQ(pt_count(query(3)), 2);
+	T_EQ(pt_count(query(4)), 1);
+	check_invariants();
+
+	/* The wrong level below is refused at every level. */
+	page(5)[0] = pte(1, 0);		/* L3 -> L1 */
+	T_EQ(pin(3, 5), KVM_PAGETYPE_R_TYPE);
+	page(5)[0] = pte(4, 0);		/* L2 -> L4 */
+	T_EQ(pin(2, 5), KVM_PAGETYPE_R_TYPE);
+	page(5)[0] = pte(2, 0);		/* L4 -> L2 */
+	T_EQ(pin(4, 5), KVM_PAGETYPE_R_TYPE);
+	page(5)[0] = pte(3, PT_PS);	/* PS in an L4 is reserved */
+	T_EQ(pin(4, 5), KVM_PAGETYPE_R_BADENTRY);
+	page(5)[0] = pte(5000, 0);
+	T_EQ(pin(2, 5), KVM_PAGETYPE_R_RANGE);
+	/* Two parents may share a child: two references. */
+	page(5)[0] = pte(1, PT_RW);
+	T_EQ(pin(2, 5), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_count(query(1)), 3);
+	check_invariants();
+
+	/* A referenced table is not unpinned; top down works. */
+	T_EQ(unpin(1), KVM_PAGETYPE_R_BUSY);
+	T_EQ(unpin(3), KVM_PAGETYPE_R_BUSY);
+	T_EQ(unpin(4), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_count(query(3)), 1);
+	T_EQ(unpin(3), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(2), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(1), KVM_PAGETYPE_R_BUSY);
+	T_EQ(unpin(5), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(1), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	teardown();
+}
+
+static void test_superpages(void)
+{
+	u64 big = (1ULL << 18) + 4096;	/* a little over 1 GiB */
+
+	setup(big, 0);
+	T_EQ(pin(1, 600), KVM_PAGETYPE_R_OK);	/* a table in 2M region 1 */
+	/* A writable 2M leaf over a table is refused, read-only is fine. */
+	page(2)[0] = pte(512, PT_PS | PT_RW);
+	T_EQ(pin(2, 2), KVM_PAGETYPE_R_TYPE);
+	page(2)[0] = pte(512, PT_PS);
+	T_EQ(pin(2, 2), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(2), KVM_PAGETYPE_R_OK);
+	/* Writable over region 2, then no table may appear in it. */
+	page(2)[0] = pte(1024, PT_PS | PT_RW);
+	page(2)[1] = pte(1024, PT_PS | PT_RW | (1ULL << 12));	/* PAT ok */
+	T_EQ(pin(2, 2), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 1024 + 77), KVM_PAGETYPE_R_BUSY);
+	T_EQ(pin(1, 1024 + 511), KVM_PAGETYPE_R_BUSY);
+	T_EQ(pin(1, 1024 + 512), KVM_PAGETYPE_R_OK);
+	/* Misaligned: bits between PAT and the base are reserved. */
+	page(3)[0] = pte(1026, PT_PS);
+	T_EQ(pin(2, 3), KVM_PAGETYPE_R_BADENTRY);
+	page(3)[0] = pte(1024, PT_PS) | (1ULL << 20);
+	T_EQ(pin(2, 3), KVM_PAGETYPE_R_BADENTRY);
+	/* Beyond memory: the last 2M region is partly outside. */
+	page(3)[0] = pte(big & ~511ULL, PT_PS);
+	T_EQ(pin(2, 3), KVM_PAGETYPE_R_RANGE);
+	check_invariants();
+
+	/* 1G leaves in an L3: region 0 holds tables, region 1 is partial. */
+	page(4)[0] = pte(0, PT_PS | PT_RW);
+	T_EQ(pin(3, 4), KVM_PAGETYPE_R_TYPE);
+	page(4)[0] = pte(1ULL << 18, PT_PS);
+	T_EQ(pin(3, 4), KVM_PAGETYPE_R_RANGE);
+	page(4)[0] = pte(0, PT_PS);
+	page(4)[1] = pte(512, PT_PS);	/* not 1G aligned */
+	T_EQ(pin(3, 4), KVM_PAGETYPE_R_BADENTRY);
+	page(4)[1] = 0;
+	T_EQ(pin(3, 4), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	T_EQ(unpin(4), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(1024 + 512), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(600), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(2), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 1024 + 77), KVM_PAGETYPE_R_OK);
+	/* With no table left in region 0 but 1024+77, 1G writable fails. */
+	page(4)[0] = pte(0, PT_PS | PT_RW);
+	T_EQ(pin(3, 4), KVM_PAGETYPE_R_TYPE);
+	T_EQ(unpin(1024 + 77), KVM_PAGETYPE_R_OK);
+	page(4)[0] = pte(0, PT_PS | PT_RW);
+	/* Now the L3 itself sits in region 0: still refused (self). */
+	T_EQ(pin(3, 4), KVM_PAGETYPE_R_TYPE);
+	check_invariants();
+	teardown();
+}
+
+static void test_kernel_half(void)
+{
+	for (int flag = 0; flag <= 1; flag++) {
+		setup(1024, flag ? KVM_PAGETYPE_ATTACH_KERNEL_HALF : 0);
+		page(9)[0] = pte(0, PT_RW);	/* the user L3 */
+		T_EQ(pin(1, 7), KVM_PAGETYPE_R_OK);
+		page(8)[0] = pte(7, PT_RW);
+		T_EQ(pin(2, 8), KVM_PAGETYPE_R_OK);
+		page(9)[0] = pte(8, PT_RW);
+		T_EQ(pin(3, 9), KVM_PAGETYPE_R_OK);
+		page(10)[0] = pte(9, PT_RW);
+		page(10)[256] = pte(100, PT_RW);	/* the kernel's L3 */
+		page(10)[511] = pte(101, PT_RW);
+		T_EQ(pin(4, 10), flag ? KVM_PAGETYPE_R_OK :
+		     KVM_PAGETYPE_R_TYPE);
+		if (flag) {
+			/* A writable reference: 100 cannot become a table. */
+			T_EQ(query(100), 1);
+			T_EQ(pin(3, 100), KVM_PAGETYPE_R_BUSY);
+			T_EQ(pin(1, 100), KVM_PAGETYPE_R_BUSY);
+			/* The user half gets no exception. */
+			page(11)[255] = pte(102, PT_RW);
+			T_EQ(pin(4, 11), KVM_PAGETYPE_R_TYPE);
+			/* A kernel-half entry at another table type: refused. */
+			page(11)[255] = 0;
+			page(11)[300] = pte(8, PT_RW);
+			T_EQ(pin(4, 11), KVM_PAGETYPE_R_TYPE);
+			/* ... at a real L3: an ordinary L3 reference. */
+			page(11)[300] = pte(9, PT_RW);
+			T_EQ(pin(4, 11), KVM_PAGETYPE_R_OK);
+			T_EQ(pt_count(query(9)), 3);
+			/* Only L4s: an L3's upper half has no exception. */
+			page(12)[300] = pte(103, PT_RW);
+			T_EQ(pin(3, 12), KVM_PAGETYPE_R_TYPE);
+			check_invariants();
+			T_EQ(unpin(11), KVM_PAGETYPE_R_OK);
+			T_EQ(unpin(10), KVM_PAGETYPE_R_OK);
+			T_EQ(query(100), 0);
+		}
+		check_invariants();
+		teardown();
+	}
+}
+
+static void test_overflow(void)
+{
+	setup(1024, 0);
+	/* White box: bring frame 50's count to one below the maximum. */
+	eng.word[50] = KVM_PAGETYPE_COUNT_MASK - 1;
+	page(20)[0] = pte(50, PT_RW);
+	page(20)[1] = pte(50, PT_RW);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OVERFLOW);
+	T_EQ(pt_count(query(50)), KVM_PAGETYPE_COUNT_MASK - 1);
+	page(20)[1] = 0;
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_count(query(50)), KVM_PAGETYPE_COUNT_MASK);
+	T_EQ(write64(20, 1, pte(50, PT_RW)), KVM_PAGETYPE_R_OVERFLOW);
+	T_EQ(unpin(20), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_count(query(50)), KVM_PAGETYPE_COUNT_MASK - 1);
+	/* The semi bit sits above the count: the maximum leaves it alone. */
+	T_EQ(query(50) & KVM_PAGETYPE_SEMI, 0);
+	eng.word[50] = 0;
+	/* A table's own count at its maximum: no more parents. */
+	T_EQ(pin(1, 60), KVM_PAGETYPE_R_OK);
+	eng.word[60] += KVM_PAGETYPE_COUNT_MASK - 1;
+	page(61)[0] = pte(60, 0);
+	T_EQ(pin(2, 61), KVM_PAGETYPE_R_OVERFLOW);
+	eng.word[60] -= KVM_PAGETYPE_COUNT_MASK - 1;
+	T_EQ(pin(2, 61), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	teardown();
+}
+
+static void test_modes(void)
+{
+	setup(1024, 0);
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_FINE),
+	     KVM_PAGETYPE_R_OK);
+	/* Fine-grained: writable <-> table only through semi-writable. */
+	T_EQ(pin(1, 30), KVM_PAGETYPE_R_MODE);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 30), KVM_PAGETYPE_R_NOENT);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 30), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 30), KVM_PAGETYPE_R_EXIST);
+	T_EQ(query(30), KVM_PAGETYPE_SEMI);
+	T_EQ(eng.stats.semi, 1);
+	T_EQ(pin(1, 30), KVM_PAGETYPE_R_OK);
+	T_ASSERT(query(30) & KVM_PAGETYPE_SEMI, "semi bit lost on pin");
+	/* A table cannot be made writable or semi again. */
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 30), KVM_PAGETYPE_R_TYPE);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 30), KVM_PAGETYPE_R_TYPE);
+	T_EQ(unpin(30), KVM_PAGETYPE_R_OK);
+	T_EQ(query(30), KVM_PAGETYPE_SEMI);	/* back to semi, not writable */
+	/* A semi-writable frame is CPU-writable: mapped writable, it is busy. */
+	page(20)[0] = pte(30, PT_RW);
+	page(21)[0] = pte(20, 0);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 30), KVM_PAGETYPE_R_BUSY);
+	T_EQ(unpin(20), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 30), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 20), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	/* Coarse: directly, and a semi frame may still be pinned. */
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_COARSE),
+	     KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 30), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 31), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 31), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(31), KVM_PAGETYPE_R_OK);
+	T_EQ(query(31), KVM_PAGETYPE_SEMI);
+	T_EQ(eng.stats.semi, 1);
+	check_invariants();
+	teardown();
+}
+
+static void test_batch(void)
+{
+	struct kvm_pagetype_op ops[KVM_PAGETYPE_MAX_BATCH];
+	u32 pins = KVM_PAGETYPE_WORK_BUDGET / PT_ENTRIES;
+
+	setup(1024, 0);
+	memset(ops, 0, sizeof(ops));
+	for (int i = 0; i < KVM_PAGETYPE_MAX_BATCH; i++)
+		ops[i].result = 0xdead;
+	T_EQ(pt_engine_batch(&eng, ops, KVM_PAGETYPE_MAX_BATCH),
+	     KVM_PAGETYPE_MAX_BATCH);
+	for (int i = 0; i < KVM_PAGETYPE_MAX_BATCH; i++)
+		T_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
+
+	/* One pin more than the budget: the last one is cut. */
+	for (u32 i = 0; i <= pins; i++)
+		ops[i] = (struct kvm_pagetype_op){
+			.code = KVM_PAGETYPE_OP_PIN_L1, .arg = 100 + i };
+	ops[pins + 1] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_NULL };
+	T_EQ(pt_engine_batch(&eng, ops, pins + 2), pins);
+	for (u32 i = 0; i < pins; i++)
+		T_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
+	T_EQ(ops[pins].result, KVM_PAGETYPE_R_SKIPPED);
+	T_EQ(ops[pins + 1].result, KVM_PAGETYPE_R_SKIPPED);
+	T_EQ(query(100 + pins), 0);
+	T_EQ(eng.stats.batches_cut, 1);
+	T_EQ(eng.stats.pinned[0], pins);
+	/* Errors inside a batch do not stop it. */
+	ops[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_UNPIN,
+					   .arg = 999 };
+	ops[1] = (struct kvm_pagetype_op){ .code = 77 };
+	ops[2] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_UNPIN,
+					   .arg = 100 };
+	T_EQ(pt_engine_batch(&eng, ops, 3), 3);
+	T_EQ(ops[0].result, KVM_PAGETYPE_R_NOENT);
+	T_EQ(ops[1].result, KVM_PAGETYPE_R_INVAL);
+	T_EQ(ops[2].result, KVM_PAGETYPE_R_OK);
+	/* The frame a batch lives in is not pinned by it: results go there. */
+	ops[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_PIN_L2,
+					   .arg = 500 };
+	ops[1] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_TO_SEMI,
+					   .arg = 500 };
+	ops[2] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_PIN_L1,
+					   .arg = 501 };
+	pt_engine_lock(&eng);
+	T_EQ(pt_engine_batch_locked(&eng, 500, ops, 3), 3);
+	pt_engine_unlock(&eng);
+	T_EQ(ops[0].result, KVM_PAGETYPE_R_BUSY);
+	T_EQ(ops[1].result, KVM_PAGETYPE_R_OK);
+	T_EQ(ops[2].result, KVM_PAGETYPE_R_OK);
+	T_ASSERT(!pt_engine_has_table(&eng, 500, 1), "batch frame pinned");
+	T_ASSERT(pt_engine_has_table(&eng, 400, 200), "501 not found");
+	T_ASSERT(!pt_engine_has_table(&eng, 1000, 1ULL << 40), "past the end");
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 500), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	teardown();
+}
+
+static void test_writes(void)
+{
+	u64 v;
+
+	setup(1024, 0);
+	T_EQ(pin(1, 1), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	/* Map, remap read-only, unmap: counts follow. */
+	T_EQ(write64(20, 5, pte(30, PT_RW)), 0);
+	T_EQ(pt_count(query(30)), 1);
+	T_EQ(write64(20, 5, pte(30, 0)), 0);
+	T_EQ(pt_count(query(30)), 0);
+	T_EQ(write64(20, 5, pte(30, PT_RW)), 0);
+	T_EQ(write64(20, 5, pte(31, PT_RW)), 0);
+	T_EQ(pt_count(query(30)), 0);
+	T_EQ(pt_count(query(31)), 1);
+	T_EQ(write64(20, 5, 0), 0);
+	T_EQ(pt_count(query(31)), 0);
+	check_invariants();
+
+	/* Mapping a table writable is a violation; the shadow keeps the old. */
+	T_EQ(write64(20, 6, pte(31, PT_RW)), 0);
+	T_EQ(write64(20, 6, pte(1, PT_RW)), KVM_PAGETYPE_R_TYPE);
+	T_EQ(eng.shadow[20][6], pte(31, PT_RW));
+	T_EQ(eng.stats.violations, 1);
+	T_EQ(write64(20, 7, pte(1024, 0)), KVM_PAGETYPE_R_RANGE);
+	page(20)[6] = pte(31, PT_RW);
+	page(20)[7] = 0;
+	check_invariants();
+
+	/* Accessed and dirty bits change nothing a reference depends on. */
+	v = eng.stats.write_updates;
+	T_EQ(write64(20, 6, pte(31, PT_RW | 0x60)), 0);
+	T_EQ(eng.stats.write_updates, v);
+	/* Half writes compose with the rest of the entry. */
+	{
+		u32 lo = (u32)pte(40, PT_RW), hi = 0;
+
+		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9 + 4,
+				     (u8 *)&hi, 4), 0);
+		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9,
+				     (u8 *)&lo, 4), 0);
+		T_EQ(pt_count(query(40)), 1);
+		T_EQ(eng.shadow[20][9], pte(40, PT_RW));
+		/* A one-byte write clears RW. */
+		u8 b = (u8)(pte(40, 0) & 0xff);
+
+		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9, &b, 1), 0);
+		T_EQ(pt_count(query(40)), 0);
+		page(20)[9] = pte(40, 0);
+	}
+	/* A write spanning two entries validates both. */
+	{
+		u64 two[2] = { pte(41, PT_RW), pte(42, PT_RW) };
+
+		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 10, (u8 *)two, 16), 0);
+		T_EQ(pt_count(query(41)) + pt_count(query(42)), 2);
+		page(20)[10] = two[0];
+		page(20)[11] = two[1];
+	}
+	/* A write running off the page is cut at its end. */
+	{
+		u64 v2[2] = { pte(43, PT_RW), pte(44, PT_RW) };
+
+		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 511, (u8 *)v2, 16), 0);
+		T_EQ(pt_count(query(43)), 1);
+		T_EQ(pt_count(query(44)), 0);
+		page(20)[511] = v2[0];
+	}
+	/* Writes to frames that are not tables are not counted. */
+	v = eng.stats.writes;
+	T_EQ(write64(30, 0, pte(1, PT_RW)), 0);
+	T_EQ(pt_engine_write(&eng, 1024 * 4096, (u8 *)&v, 8), 0);
+	T_EQ(eng.stats.writes, v);
+	check_invariants();
+
+	/* Non-leaf entries: an L2 gains and loses a reference on an L1. */
+	T_EQ(pin(2, 50), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(50, 0, pte(20, PT_RW)), 0);
+	T_EQ(pt_count(query(20)), 2);
+	T_EQ(unpin(20), KVM_PAGETYPE_R_BUSY);
+	T_EQ(write64(50, 1, pte(30, PT_RW)), KVM_PAGETYPE_R_TYPE);
+	page(50)[1] = 0;
+	T_EQ(write64(50, 2, pte(512, PT_PS | PT_RW)), 0);
+	T_EQ(pin(1, 600), KVM_PAGETYPE_R_BUSY);
+	T_EQ(write64(50, 2, pte(512, PT_PS)), 0);
+	T_EQ(pin(1, 600), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(50, 2, pte(512, PT_PS | PT_RW)), KVM_PAGETYPE_R_TYPE);
+	page(50)[2] = pte(512, PT_PS);
+	T_EQ(write64(50, 0, 0), 0);
+	T_EQ(pt_count(query(20)), 1);
+	T_EQ(unpin(20), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	teardown();
+}
+
+static void test_env_failures(void)
+{
+	setup(1024, 0);
+	page(20)[0] = pte(30, PT_RW);
+	fk.fail_track = 1;
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_IO);
+	fk.fail_track = 0;
+	fk.fail_read = 1;
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_IO);
+	T_EQ(fk.tracked[20], 0);
+	fk.fail_read = 0;
+	T_EQ(query(20), 0);
+	T_EQ(pt_count(query(30)), 0);
+	/* Tables still pinned at destroy are untracked (teardown checks). */
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(2, 21), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	teardown();
+}
+
+/* Two threads on one engine: one rewrites entries of a shared table, the
+ * other pins and unpins tables that map the same frame writable. */
+#define ROUNDS 20000
+
+static void *writer(void *arg)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		u64 v = pte(30, PT_RW), z = 0;
+
+		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * (i % 64),
+				     (u8 *)&v, 8), 0);
+		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * (i % 64),
+				     (u8 *)&z, 8), 0);
+	}
+	return arg;
+}
+
+static void *pinner(void *arg)
+{
+	for (int i = 0; i < ROUNDS / 4; i++) {
+		struct kvm_pagetype_op o[3] = {
+			{ .code = KVM_PAGETYPE_OP_PIN_L1, .arg = 21 },
+			{ .code = KVM_PAGETYPE_OP_PIN_L2, .arg = 22 },
+			{ .code = KVM_PAGETYPE_OP_UNPIN, .arg = 22 },
+		};
+		struct kvm_pagetype_op u = { .code = KVM_PAGETYPE_OP_UNPIN,
+					     .arg = 21 };
+
+		T_EQ(pt_engine_batch(&eng, o, 3), 3);
+		T_EQ(o[0].result, 0);
+		T_EQ(o[1].result, 0);
+		T_EQ(o[2].result, 0);
+		T_EQ(pt_engine_batch(&eng, &u, 1), 1);
+		T_EQ(u.result, 0);
+	}
+	return arg;
+}
+
+static void test_threads(void)
+{
+	pthread_t a, b;
+
+	setup(1024, 0);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	for (int i = 0; i < 64; i++)
+		page(21)[i] = pte(30, PT_RW);
+	page(22)[0] = pte(21, PT_RW);
+	T_EQ(pthread_create(&a, NULL, writer, NULL), 0);
+	T_EQ(pthread_create(&b, NULL, pinner, NULL), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	T_EQ(pt_count(query(30)), 0);
+	T_EQ(eng.stats.writes, 2 * ROUNDS);
+	T_EQ(eng.stats.ops[KVM_PAGETYPE_OP_PIN_L1], 1 + ROUNDS / 4);
+	check_invariants();
+	teardown();
+}
+
+int main(void)
+{
+	test_pin_unpin();
+	test_l1_rules();
+	test_hierarchy();
+	test_superpages();
+	test_kernel_half();
+	test_overflow();
+	test_modes();
+	test_batch();
+	test_writes();
+	test_env_failures();
+	test_threads();
+	printf("test-pagetype: all cases passed\n");
+	return 0;
+}

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/* See kvmtest.h. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "kvmtest.h"
+
+#define PORT_STORE	0x10
+#define PORT_LOAD	0x11
+
+/*
+ * The guest's code, at frame KT_CODE_GFN:
+ *   0x00: mov [rdi], rsi; out 0x10, al; hlt
+ *   0x10: mov [rdi], esi; out 0x10, al; hlt
+ *   0x20: mov rax, [rdi]; out 0x11, al; hlt
+ */
+static const uint8_t guest_code[] = {
+	[0x00] = 0x48, 0x89, 0x37, 0xe6, PORT_STORE, 0xf4,
+	[0x10] = 0x89, 0x37, 0xe6, PORT_STORE, 0xf4,
+	[0x20] = 0x48, 0x8b, 0x07, 0xe6, PORT_LOAD, 0xf4,
+};
+
+uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn)
+{
+	KT_ASSERT(gfn * KT_PAGE < vm->mem_size, "frame %#llx",
+		  (unsigned long long)gfn);
+	return (uint64_t *)(vm->mem + gfn * KT_PAGE);
+}
+
+static void layout(struct kt_vm *vm)
+{
+	uint64_t *l4 = kt_frame(vm, KT_L4_GFN);
+	uint64_t *kl2 = kt_frame(vm, KT_KL2_GFN);
+	uint64_t i;
+
+	l4[0] = kt_pte(KT_UL3_GFN, KT_RW);
+	kt_frame(vm, KT_UL3_GFN)[0] = kt_pte(KT_UL2_GFN, KT_RW);
+	kt_frame(vm, KT_UL2_GFN)[0] = kt_pte(KT_UL1_GFN, KT_RW);
+	/* User half: code read-only, free frames writable up to 1 MiB. */
+	kt_frame(vm, KT_UL1_GFN)[KT_CODE_GFN] = kt_pte(KT_CODE_GFN, 0);
+	for (i = KT_FREE_GFN; i < 256 && i * KT_PAGE < vm->mem_size; i++)
+		kt_frame(vm, KT_UL1_GFN)[i] = kt_pte(i, KT_RW);
+
+	l4[256] = kt_pte(KT_KL3_GFN, KT_RW);
+	kt_frame(vm, KT_KL3_GFN)[0] = kt_pte(KT_KL2_GFN, KT_RW);
+	for (i = 0; i * (2ULL << 20) < vm->mem_size && i < 512; i++)
+		kl2[i] = kt_pte(i * 512, KT_RW | KT_PS);
+	memcpy(kt_frame(vm, KT_CODE_GFN), guest_code, sizeof(guest_code));
+}
+
+static void long_mode(struct kt_vm *vm)
+{
+	struct kvm_sregs s;
+	struct kvm_segment seg = {
+		.base = 0, .limit = 0xffffffff, .present = 1, .s = 1, .g = 1,
+	};
+
+	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
+	s.cr0 = 0x80050033;		/* PG WP NE ET MP PE */
+	s.cr3 = KT_L4_GFN * KT_PAGE;
+	s.cr4 = 0x20;			/* PAE */
+	s.efer = 0xd00;			/* NXE LMA LME */
+	seg.type = 11;			/* code: execute, read, accessed */
+	seg.l = 1;
+	seg.selector = 0x8;
+	s.cs = seg;
+	seg.type = 3;			/* data: read, write, accessed */
+	seg.l = 0;
+	seg.db = 1;
+	seg.selector = 0x10;
+	s.ds = s.es = s.fs = s.gs = s.ss = seg;
+	seg.type = 11;			/* busy 64-bit TSS */
+	seg.s = 0;
+	seg.db = 0;
+	seg.limit = 0x67;
+	seg.selector = 0x18;
+	s.tr = seg;
+	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_SREGS, &s), "KVM_SET_SREGS");
+}
+
+void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
+{
+	struct kvm_userspace_memory_region region;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->pt_fd = -1;
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	KT_ASSERT(vm->kvm_fd >= 0, "open /dev/kvm");
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	KT_ASSERT(vm->vm_fd >= 0, "KVM_CREATE_VM");
+	vm->mem_size = mem_size;
+	vm->mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	KT_ASSERT(vm->mem != MAP_FAILED, "mmap guest memory");
+	region = (struct kvm_userspace_memory_region){
+		.slot = 0, .guest_phys_addr = 0, .memory_size = mem_size,
+		.userspace_addr = (uintptr_t)vm->mem,
+	};
+	KT_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region),
+		  "KVM_SET_USER_MEMORY_REGION");
+	vm->vcpu_fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, 0);
+	KT_ASSERT(vm->vcpu_fd >= 0, "KVM_CREATE_VCPU");
+	vm->run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       vm->vcpu_fd, 0);
+	KT_ASSERT(vm->run != MAP_FAILED, "mmap kvm_run");
+	layout(vm);
+	long_mode(vm);
+}
+
+void kt_vm_destroy(struct kt_vm *vm)
+{
+	munmap(vm->run, vm->run_size);
+	close(vm->vcpu_fd);
+	close(vm->vm_fd);
+	close(vm->kvm_fd);
+	if (vm->pt_fd >= 0)
+		close(vm->pt_fd);
+	munmap(vm->mem, vm->mem_size);
+	memset(vm, 0, sizeof(*vm));
+	vm->pt_fd = -1;
+}
+
+int kt_attach(struct kt_vm *vm, uint32_t flags)
+{
+	struct kvm_pagetype_attach a = { .vm_fd = vm->vm_fd, .flags = flags };
+
+	if (vm->pt_fd < 0)
+		vm->pt_fd = open("/dev/kvm-pagetype", O_RDWR | O_CLOEXEC);
+	KT_ASSERT(vm->pt_fd >= 0, "open /dev/kvm-pagetype");
+	if (ioctl(vm->pt_fd, KVM_PAGETYPE_ATTACH, &a))
+		return -errno;
+	vm->nr_frames = a.nr_frames;
+	return 0;
+}
+
+int kt_batch(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
+	     uint32_t *done)
+{
+	struct kvm_pagetype_batch b = {
+		.gpa = KT_BATCH_GFN * KT_PAGE, .count = count,
+	};
+
+	memcpy(kt_frame(vm, KT_BATCH_GFN), ops, count * sizeof(*ops));
+	if (ioctl(vm->pt_fd, KVM_PAGETYPE_RUN_BATCH, &b))
+		return -errno;
+	memcpy(ops, kt_frame(vm, KT_BATCH_GFN), count * sizeof(*ops));
+	if (done)
+		*done = b.done;
+	return 0;
+}
+
+uint16_t kt_op(struct kt_vm *vm, uint16_t code, uint64_t arg)
+{
+	struct kvm_pagetype_op op = { .code = code, .arg = arg };
+	uint32_t done;
+
+	KT_EQ(kt_batch(vm, &op, 1, &done), 0);
+	KT_EQ(done, 1);
+	return op.result;
+}
+
+uint32_t kt_query(struct kt_vm *vm, uint64_t gfn)
+{
+	struct kvm_pagetype_op op = { .code = KVM_PAGETYPE_OP_QUERY, .arg = gfn };
+	uint32_t done;
+
+	KT_EQ(kt_batch(vm, &op, 1, &done), 0);
+	KT_EQ(op.result, KVM_PAGETYPE_R_OK);
+	return op.out;
+}
+
+void kt_stats(struct kt_vm *vm, bool global, struct kvm_pagetype_stats *s)
+{
+	struct kvm_pagetype_get_stats g = {
+		.flags = global ? KVM_PAGETYPE_STATS_GLOBAL : 0,
+	};
+
+	KT_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_GET_STATS, &g), "GET_STATS");
+	*s = g.stats;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static int run_at(struct kt_vm *vm, uint64_t rip, uint64_t rdi, uint64_t rsi,
+		  int port, uint64_t *rax, unsigned int timeout_s)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	struct itimerval it = { .it_value = { .tv_sec = timeout_s } };
+	struct kvm_regs regs = { .rip = rip, .rdi = rdi, .rsi = rsi,
+				 .rflags = 0x2 };
+	int ret;
+
+	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_REGS, &regs), "KVM_SET_REGS");
+	if (timeout_s) {
+		sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART */
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	ret = ioctl(vm->vcpu_fd, KVM_RUN, 0);
+	if (timeout_s) {
+		it.it_value.tv_sec = 0;
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	if (ret)
+		return -errno;
+	if (vm->run->exit_reason != KVM_EXIT_IO ||
+	    vm->run->io.port != port) {
+		fprintf(stderr, "kvmtest: unexpected exit %u (port %#x)\n",
+			vm->run->exit_reason, vm->run->io.port);
+		return -1;
+	}
+	if (rax) {
+		KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_REGS, &regs),
+			  "KVM_GET_REGS");
+		*rax = regs.rax;
+	}
+	return 0;
+}
+
+int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes)
+{
+	uint64_t code = kt_kva(KT_CODE_GFN * KT_PAGE);
+
+	KT_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
+	return run_at(vm, code + (bytes == 8 ? 0x00 : 0x10), va, val,
+		      PORT_STORE, NULL, 0);
+}
+
+int kt_guest_load(struct kt_vm *vm, uint64_t va, uint64_t *val,
+		  unsigned int timeout_s)
+{
+	return run_at(vm, kt_kva(KT_CODE_GFN * KT_PAGE) + 0x20, va, 0,
+		      PORT_LOAD, val, timeout_s);
+}
+
+void kt_pin_user_tables(struct kt_vm *vm)
+{
+	struct kvm_pagetype_op ops[4] = {
+		{ .code = KVM_PAGETYPE_OP_PIN_L1, .arg = KT_UL1_GFN },
+		{ .code = KVM_PAGETYPE_OP_PIN_L2, .arg = KT_UL2_GFN },
+		{ .code = KVM_PAGETYPE_OP_PIN_L3, .arg = KT_UL3_GFN },
+		{ .code = KVM_PAGETYPE_OP_PIN_L4, .arg = KT_L4_GFN },
+	};
+	uint32_t done;
+	int i;
+
+	KT_EQ(kt_batch(vm, ops, 4, &done), 0);
+	KT_EQ(done, 4);
+	for (i = 0; i < 4; i++)
+		KT_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
+}

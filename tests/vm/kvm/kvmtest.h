@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small KVM-selftests-style library for kvm_pagetype's tests: a level-1
+ * program makes its own VM through /dev/kvm, lays out guest memory and
+ * 4-level page tables itself, and runs a few guest instructions.  No
+ * guest kernel boots.
+ *
+ * The guest (identity frames, 64-bit, interrupts off):
+ *   frame 1 its L4 (CR3); 2, 3, 4 the user half's L3, L2, L1 mapping
+ *   virtual 0..2 MiB; 5, 6 the "kernel half": L4 slot 256 -> an L3 -> an
+ *   L2 of writable 2 MiB leaves mapping all of slot 0 at KT_KBASE, the way
+ *   a Linux guest's direct map does; 7 the code; KT_BATCH_GFN the op
+ *   batch.  Frames from KT_FREE_GFN on are free for the tests.
+ */
+#ifndef TESTS_VM_KVM_KVMTEST_H
+#define TESTS_VM_KVM_KVMTEST_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/kvm.h>
+#include <linux/kvm_pagetype.h>
+
+#define KT_PAGE		4096ULL
+#define KT_L4_GFN	1
+#define KT_UL3_GFN	2
+#define KT_UL2_GFN	3
+#define KT_UL1_GFN	4
+#define KT_KL3_GFN	5
+#define KT_KL2_GFN	6
+#define KT_CODE_GFN	7
+#define KT_BATCH_GFN	8
+#define KT_FREE_GFN	16
+#define KT_KBASE	0xffff800000000000ULL
+
+#define KT_P		(1ULL << 0)
+#define KT_RW		(1ULL << 1)
+#define KT_PS		(1ULL << 7)
+
+struct kt_vm {
+	int kvm_fd, vm_fd, vcpu_fd, pt_fd;
+	struct kvm_run *run;
+	size_t run_size;
+	uint8_t *mem;
+	uint64_t mem_size;
+	uint64_t nr_frames;	/* from the attach */
+};
+
+/* A failed check: file:line, the expression, errno, and exit 1. */
+#define KT_ASSERT(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			int _e = errno;					\
+			fprintf(stderr, "ASSERT %s:%d: %s: ", __FILE__,	\
+				__LINE__, #cond);			\
+			fprintf(stderr, __VA_ARGS__);			\
+			fprintf(stderr, " (errno %d %s)\n", _e,		\
+				strerror(_e));				\
+			exit(1);					\
+		}							\
+	} while (0)
+
+#define KT_EQ(a, b)							\
+	do {								\
+		unsigned long long _a = (a), _b = (b);			\
+		KT_ASSERT(_a == _b, "%s = %#llx, %s = %#llx", #a, _a,	\
+			  #b, _b);					\
+	} while (0)
+
+static inline uint64_t kt_pte(uint64_t gfn, uint64_t flags)
+{
+	return (gfn << 12) | KT_P | flags;
+}
+
+/* A VM with mem_size bytes at guest-physical 0, page tables laid out. */
+void kt_vm_create(struct kt_vm *vm, uint64_t mem_size);
+/* Close every fd, the pagetype one last (it holds the VM). */
+void kt_vm_destroy(struct kt_vm *vm);
+uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn);
+
+/* Open /dev/kvm-pagetype and attach; returns 0 or -errno. */
+int kt_attach(struct kt_vm *vm, uint32_t flags);
+
+/* Run ops as one batch at KT_BATCH_GFN; 0 with results in ops, or -errno. */
+int kt_batch(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
+	     uint32_t *done);
+/* One op; returns its result code, asserting the batch ran. */
+uint16_t kt_op(struct kt_vm *vm, uint16_t code, uint64_t arg);
+uint32_t kt_query(struct kt_vm *vm, uint64_t gfn);
+void kt_stats(struct kt_vm *vm, bool global, struct kvm_pagetype_stats *s);
+
+/*
+ * Guest actions: one instruction, then an I/O exit.  Each returns 0, or
+ * -errno of KVM_RUN (-EIO: the VM is dead; -EINTR: KVM_RUN was interrupted
+ * by the alarm of timeout_s seconds, 0 for none), or -1 for an unexpected
+ * exit (printed).
+ */
+int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes);
+int kt_guest_load(struct kt_vm *vm, uint64_t va, uint64_t *val,
+		  unsigned int timeout_s);
+
+/* The kernel-half virtual address of a guest-physical address. */
+static inline uint64_t kt_kva(uint64_t gpa)
+{
+	return KT_KBASE + gpa;
+}
+
+/* Pin the user half's tables L1 up to the L4 (the L4 with kernel half). */
+void kt_pin_user_tables(struct kt_vm *vm);
+
+#endif /* TESTS_VM_KVM_KVMTEST_H */

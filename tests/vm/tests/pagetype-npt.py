@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""The platform fact kvm_pagetype is built on: with its page-table frames
+write-tracked, a guest loops under kvm_amd npt=1 on Linux 6.1 and runs
+under npt=0 (shadow paging).  Both in one level 1: npt=1 first, then
+kvm_amd reloaded with npt=0.  Each run has an untracked control first."""
+
+import sys, os
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from vmtest import boot, check, main
+from pagetype import host
+
+
+def test():
+    r = boot(host("pagetype-npt", """
+test "$(cat /sys/module/kvm_amd/parameters/npt)" = Y
+echo "== npt=1"
+pagetype-npt loops
+reload_kvm_amd npt=0
+test "$(cat /sys/module/kvm_amd/parameters/npt)" = N
+echo "== npt=0"
+pagetype-npt runs
+""", programs=["pagetype-npt"], npt=1), timeout=300)
+    check(r.outcome == "pass", r.describe())
+    out = r.text()
+    check("tracked: no exit in" in out.split("== npt=0")[0],
+          "npt=1 did not loop")
+    check("tracked: the load completed" in out.split("== npt=0")[1],
+          "npt=0 did not run")
+
+
+main(test)
