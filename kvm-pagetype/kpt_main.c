@@ -18,6 +18,7 @@
 #include <linux/kvm_host.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/ratelimit.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -59,6 +60,9 @@ static const char * const kpt_kill_names[] = {
 	[KVM_PAGETYPE_KILL_MEMSLOT] = "memslot holding a pinned table removed",
 };
 
+/* One log budget per reason: a flood of one kind hides no other. */
+static struct ratelimit_state kpt_kill_rs[ARRAY_SIZE(kpt_kill_names)];
+
 /*
  * Kill the VM: its vCPUs leave KVM_RUN with -EIO and never re-enter.  The
  * write that caused it is already in guest memory (docs/pagetype.md, "The
@@ -69,9 +73,10 @@ static void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule)
 	if (xchg(&vm->killed, 1))
 		return;
 	vm->kill_reason = why;
-	pr_warn_ratelimited("vm%u (pid %d) killed: %s at gpa %#llx (result %u)\n",
-			    vm->id, vm->kvm->userspace_pid, kpt_kill_names[why],
-			    gpa, rule);
+	if (__ratelimit(&kpt_kill_rs[why]))
+		pr_warn("vm%u (pid %d) killed: %s at gpa %#llx (result %u)\n",
+			vm->id, vm->kvm->userspace_pid, kpt_kill_names[why],
+			gpa, rule);
 	kvm_vm_dead(vm->kvm);
 }
 
@@ -237,6 +242,9 @@ static void kpt_detach(struct kpt_vm *vm)
 	mutex_lock(&kpt_vms_lock);
 	list_del(&vm->node);
 	kpt_vm_stats(vm, &s);
+	/* Its events stay in the totals; what it holds now goes with it. */
+	memset(s.pinned, 0, sizeof(s.pinned));
+	s.semi = 0;
 	s.vms = 0;
 	kpt_stats_add(&kpt_retired, &s);
 	mutex_unlock(&kpt_vms_lock);
@@ -505,8 +513,12 @@ static struct miscdevice kpt_misc = {
 
 static int __init kpt_init(void)
 {
+	size_t i;
 	int ret;
 
+	for (i = 0; i < ARRAY_SIZE(kpt_kill_rs); i++)
+		ratelimit_state_init(&kpt_kill_rs[i], DEFAULT_RATELIMIT_INTERVAL,
+				     DEFAULT_RATELIMIT_BURST);
 	kpt_debugfs = debugfs_create_dir("kvm_pagetype", NULL);
 	debugfs_create_file("global", 0400, kpt_debugfs, NULL,
 			    &kpt_global_debugfs_fops);

@@ -15,6 +15,7 @@ reload_kvm_amd() {
 	rmmod kvm_amd
 	insmod "$(find /lib/modules/$(uname -r) -name 'kvm-amd.ko*')" "$@"
 }
+mount -t debugfs none /sys/kernel/debug
 insmod /lib/modules/extra/kvm_pagetype.ko
 test -c /dev/kvm-pagetype
 """

@@ -198,7 +198,9 @@ static int run_at(struct kt_vm *vm, uint64_t rip, uint64_t rdi, uint64_t rsi,
 				 .rflags = 0x2 };
 	int ret;
 
-	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_REGS, &regs), "KVM_SET_REGS");
+	/* A dead VM refuses every vCPU ioctl with -EIO. */
+	if (ioctl(vm->vcpu_fd, KVM_SET_REGS, &regs))
+		return -errno;
 	if (timeout_s) {
 		sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART */
 		setitimer(ITIMER_REAL, &it, NULL);

@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kvm_pagetype.ko against VMs this program makes itself (kvm_amd npt=0):
+ * the ABI, pin and unpin with validation, legal trapped writes, writes and
+ * batches that kill their VM and only it, counts at their maximum,
+ * memslots, and the VM's and the module's lifetimes.
+ *
+ *   pagetype-ops [TEST...]     (default: all; "list" prints the names)
+ */
+#include <fcntl.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kvmtest.h"
+
+#define R(x)	KVM_PAGETYPE_R_##x
+#define OP(x)	KVM_PAGETYPE_OP_##x
+#define MARK	0x5a5a0000c0ffee00ULL
+
+/* Frames >= 256 are not mapped by the user L1: free for test tables. */
+#define T_FRAME	0x100
+
+static uint32_t word(uint32_t type, uint32_t flags, uint32_t count)
+{
+	return (type << KVM_PAGETYPE_TYPE_SHIFT) | flags | count;
+}
+
+#define PINNED	(KVM_PAGETYPE_F_PINNED | KVM_PAGETYPE_F_VALIDATED)
+
+static void new_vm(struct kt_vm *vm, uint64_t size, uint32_t flags)
+{
+	kt_vm_create(vm, size);
+	KT_EQ(kt_attach(vm, flags), 0);
+	KT_EQ(vm->nr_frames, size / KT_PAGE);
+}
+
+/* The user-half address of frame gfn's entry i in the user L1. */
+static uint64_t ul1_entry(unsigned int i)
+{
+	return kt_kva(KT_UL1_GFN * KT_PAGE + i * 8);
+}
+
+static void expect_dead(struct kt_vm *vm, uint64_t why)
+{
+	struct kvm_pagetype_stats s;
+	struct kvm_pagetype_op op = { .code = OP(NULL) };
+	uint64_t v;
+
+	kt_stats(vm, false, &s);
+	KT_EQ(s.kills, 1);
+	KT_EQ(s.last_kill, why);
+	KT_EQ(kt_guest_load(vm, kt_kva(0x20 * KT_PAGE), &v, 0), -EIO);
+	KT_EQ(kt_batch(vm, &op, 1, NULL), -EIO);
+}
+
+/* A new VM attaches and runs: level 1 is healthy after a kill. */
+static void expect_healthy(void)
+{
+	struct kt_vm vm;
+	uint64_t v = 0;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	kt_frame(&vm, 0x21)[0] = MARK;
+	KT_EQ(kt_guest_load(&vm, 0x21000, &v, 0), 0);
+	KT_EQ(v, MARK);
+	kt_vm_destroy(&vm);
+}
+
+static void test_abi(void)
+{
+	struct kvm_pagetype_attach a = { .vm_fd = -1 };
+	struct kvm_pagetype_get_stats g = { 0 };
+	struct kvm_pagetype_batch b = { 0 };
+	struct kt_vm vm, bare;
+	int fd, fd2, null;
+
+	fd = open("/dev/kvm-pagetype", O_RDWR);
+	KT_ASSERT(fd >= 0, "open");
+	KT_EQ(ioctl(fd, KVM_PAGETYPE_VERSION), KVM_PAGETYPE_ABI_VERSION);
+	KT_ASSERT(ioctl(fd, _IO(KVM_PAGETYPE_IOC_MAGIC, 0x7f)) == -1 &&
+		  errno == ENOTTY, "unknown ioctl");
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g) == -1 &&
+		  errno == ENOENT, "per-VM stats, nothing attached");
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_RUN_BATCH, &b) == -1 &&
+		  errno == ENOENT, "batch, nothing attached");
+	g.flags = 2;
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g) == -1 &&
+		  errno == EINVAL, "stats flags");
+
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBADF,
+		  "attach fd -1");
+	null = open("/dev/null", O_RDWR);
+	a.vm_fd = null;
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
+		  "attach /dev/null");
+	close(null);
+
+	/* A VM with no memory yet. */
+	bare.kvm_fd = open("/dev/kvm", O_RDWR);
+	bare.vm_fd = ioctl(bare.kvm_fd, KVM_CREATE_VM, 0);
+	a.vm_fd = bare.vm_fd;
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
+		  "attach a VM without memory");
+	close(bare.vm_fd);
+	close(bare.kvm_fd);
+
+	kt_vm_create(&vm, 4 << 20);
+	a.vm_fd = vm.vm_fd;
+	a.flags = 0x80;
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
+		  "unknown attach flag");
+	a.flags = 0;
+	KT_EQ(ioctl(fd, KVM_PAGETYPE_ATTACH, &a), 0);
+	KT_EQ(a.nr_frames, 1024);
+	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBUSY,
+		  "a second attach on one file");
+	fd2 = open("/dev/kvm-pagetype", O_RDWR);
+	KT_ASSERT(ioctl(fd2, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBUSY,
+		  "one VM attached twice");
+	g.flags = KVM_PAGETYPE_STATS_GLOBAL;
+	KT_EQ(ioctl(fd2, KVM_PAGETYPE_GET_STATS, &g), 0);
+	KT_EQ(g.stats.vms, 1);
+	close(fd2);
+	close(fd);
+	kt_vm_destroy(&vm);
+}
+
+static void test_pin(void)
+{
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	uint64_t v = 0;
+	int level;
+
+	new_vm(&vm, 4 << 20, 0);
+	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(OK));
+	KT_EQ(kt_op(&vm, OP(PIN_L2), KT_UL2_GFN), R(OK));
+	KT_EQ(kt_op(&vm, OP(PIN_L3), KT_UL3_GFN), R(OK));
+	/* Without the kernel-half flag the kernel's L3 is no L3. */
+	KT_EQ(kt_op(&vm, OP(PIN_L4), KT_L4_GFN), R(TYPE));
+	kt_vm_destroy(&vm);
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	KT_EQ(kt_query(&vm, KT_UL1_GFN), word(1, PINNED, 2));
+	KT_EQ(kt_query(&vm, KT_UL2_GFN), word(2, PINNED, 2));
+	KT_EQ(kt_query(&vm, KT_UL3_GFN), word(3, PINNED, 2));
+	KT_EQ(kt_query(&vm, KT_L4_GFN), word(4, PINNED, 1));
+	KT_EQ(kt_query(&vm, KT_KL3_GFN), word(0, 0, 1));
+	KT_EQ(kt_query(&vm, 0x20), word(0, 0, 1));
+	KT_EQ(kt_query(&vm, KT_CODE_GFN), word(0, 0, 0));
+	kt_stats(&vm, false, &s);
+	for (level = 0; level < 4; level++)
+		KT_EQ(s.pinned[level], 1);
+	KT_EQ(s.validations, 4 * 512);
+
+	/* The guest runs through its pinned tables. */
+	kt_frame(&vm, 0x20)[0] = MARK;
+	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	KT_EQ(v, MARK);
+
+	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(EXIST));
+	KT_EQ(kt_op(&vm, OP(PIN_L2), KT_UL1_GFN), R(TYPE));
+	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL1_GFN), R(BUSY));
+	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(NOENT));
+	KT_EQ(kt_op(&vm, OP(PIN_L1), 1024), R(RANGE));
+	KT_EQ(kt_op(&vm, OP(PIN_L1), ~0ULL), R(RANGE));
+	KT_EQ(kt_op(&vm, OP(PIN_L1), 0x20), R(BUSY));	/* mapped writable */
+	KT_EQ(kt_op(&vm, OP(PIN_L3), KT_KL3_GFN), R(BUSY));
+	KT_EQ(kt_op(&vm, 999, 0), R(INVAL));
+	/* A table with an entry outside guest memory, and a wrong level. */
+	kt_frame(&vm, T_FRAME)[3] = kt_pte(4096, 0);
+	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(RANGE));
+	kt_frame(&vm, T_FRAME)[3] = kt_pte(KT_UL2_GFN, KT_RW);
+	KT_EQ(kt_op(&vm, OP(PIN_L2), T_FRAME), R(TYPE));
+	KT_EQ(kt_query(&vm, T_FRAME), 0);
+
+	/* Top down, everything comes back. */
+	KT_EQ(kt_op(&vm, OP(UNPIN), KT_L4_GFN), R(OK));
+	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL3_GFN), R(OK));
+	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL2_GFN), R(OK));
+	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL1_GFN), R(OK));
+	KT_EQ(kt_query(&vm, KT_UL1_GFN), 0);
+	KT_EQ(kt_query(&vm, KT_KL3_GFN), 0);
+	KT_EQ(kt_query(&vm, 0x20), 0);
+	kt_stats(&vm, false, &s);
+	for (level = 0; level < 4; level++)
+		KT_EQ(s.pinned[level], 0);
+	KT_EQ(s.kills, 0);
+	/* Untracked again: an entry no rule allows now just lands. */
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102),
+			     kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
+	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	kt_vm_destroy(&vm);
+}
+
+static void test_legal_writes(void)
+{
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	uint64_t v = 0;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	kt_frame(&vm, 0x120)[0] = MARK;
+
+	/* Map a frame writable, read through it, make it read-only, unmap. */
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x100), kt_pte(0x120, KT_RW), 8), 0);
+	KT_EQ(kt_query(&vm, 0x120), word(0, 0, 1));
+	KT_EQ(kt_guest_load(&vm, 0x100000, &v, 0), 0);
+	KT_EQ(v, MARK);
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x100), kt_pte(0x120, 0), 8), 0);
+	KT_EQ(kt_query(&vm, 0x120), word(0, 0, 0));
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x100), 0, 8), 0);
+	/* Read-only mappings of tables are fine. */
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x101), kt_pte(KT_UL2_GFN, 0), 8),
+	      0);
+	KT_EQ(kt_query(&vm, KT_UL2_GFN), word(2, PINNED, 2));
+	/* A 4-byte store is validated with the rest of the entry. */
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102), kt_pte(0x121, KT_RW), 4),
+	      0);
+	KT_EQ(kt_query(&vm, 0x121), word(0, 0, 1));
+	KT_EQ(kt_op(&vm, OP(PIN_L1), 0x121), R(BUSY));
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102), 0, 4), 0);
+	KT_EQ(kt_query(&vm, 0x121), word(0, 0, 0));
+
+	/* A non-leaf entry to a new L1 takes and drops its reference. */
+	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
+	KT_EQ(kt_guest_store(&vm, kt_kva(KT_UL2_GFN * KT_PAGE + 8),
+			     kt_pte(T_FRAME, KT_RW), 8), 0);
+	KT_EQ(kt_query(&vm, T_FRAME), word(1, PINNED, 2));
+	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(BUSY));
+	KT_EQ(kt_guest_store(&vm, kt_kva(KT_UL2_GFN * KT_PAGE + 8), 0, 8), 0);
+	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(OK));
+
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.writes, 8);
+	KT_EQ(s.write_updates, 8);
+	KT_EQ(s.violations, 0);
+	KT_EQ(s.kills, 0);
+	kt_vm_destroy(&vm);
+}
+
+/* A guest store that breaks a rule: KVM_RUN fails, the VM is dead. */
+static void kill_by_store(uint64_t va, uint64_t val)
+{
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	KT_EQ(kt_guest_store(&vm, va, val, 8), -EIO);
+	expect_dead(&vm, KVM_PAGETYPE_KILL_WRITE);
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.violations, 1);
+	kt_vm_destroy(&vm);
+	expect_healthy();
+}
+
+static void test_kill_write(void)
+{
+	/* A leaf mapping a table writable. */
+	kill_by_store(ul1_entry(0x102), kt_pte(KT_UL2_GFN, KT_RW));
+	/* A non-leaf entry at a frame that is no L1. */
+	kill_by_store(kt_kva(KT_UL2_GFN * KT_PAGE + 16), kt_pte(0x20, KT_RW));
+	/* A user-half L4 entry at the kernel's (writable) L3. */
+	kill_by_store(kt_kva(KT_L4_GFN * KT_PAGE + 8), kt_pte(KT_KL3_GFN, 0));
+	/* A frame outside guest memory. */
+	kill_by_store(ul1_entry(0x103), kt_pte(0x100000, 0));
+	/* A writable 2 MiB leaf over the tables. */
+	kill_by_store(kt_kva(KT_UL2_GFN * KT_PAGE + 8),
+		      kt_pte(0, KT_RW | KT_PS));
+}
+
+static void kill_by_batch(uint64_t gpa, uint32_t count)
+{
+	struct kvm_pagetype_batch b = { .gpa = gpa, .count = count };
+	struct kt_vm vm;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	KT_ASSERT(ioctl(vm.pt_fd, KVM_PAGETYPE_RUN_BATCH, &b) == -1 &&
+		  errno == EIO, "batch at %#llx of %u",
+		  (unsigned long long)gpa, count);
+	expect_dead(&vm, KVM_PAGETYPE_KILL_BATCH);
+	kt_vm_destroy(&vm);
+}
+
+static void test_batches(void)
+{
+	struct kvm_pagetype_op ops[KVM_PAGETYPE_MAX_BATCH] = { 0 };
+	uint32_t pins = KVM_PAGETYPE_WORK_BUDGET / 512, done, i;
+	uint64_t home = KT_BATCH_GFN * KT_PAGE;
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+
+	kill_by_batch(home, 0);
+	kill_by_batch(home, KVM_PAGETYPE_MAX_BATCH + 1);
+	kill_by_batch(home, 0xffffffff);
+	kill_by_batch(home + 8, 1);			/* misaligned */
+	kill_by_batch(home + KT_PAGE - 16, 2);		/* crosses a page */
+	kill_by_batch(1ULL << 40, 1);			/* outside RAM */
+	kill_by_batch(4 << 20, 1);			/* just past it */
+	kill_by_batch(KT_UL1_GFN * KT_PAGE, 1);		/* in a table */
+	expect_healthy();
+
+	/* Too much work: cut and reported, not killed. */
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	for (i = 0; i <= pins; i++)
+		ops[i] = (struct kvm_pagetype_op){ .code = OP(PIN_L1),
+						   .arg = T_FRAME + i };
+	KT_EQ(kt_batch(&vm, ops, pins + 1, &done), 0);
+	KT_EQ(done, pins);
+	KT_EQ(ops[pins - 1].result, R(OK));
+	KT_EQ(ops[pins].result, R(SKIPPED));
+	/* A full batch of cheap ops runs whole, errors and all. */
+	for (i = 0; i < KVM_PAGETYPE_MAX_BATCH; i++)
+		ops[i] = (struct kvm_pagetype_op){ .code = i % 2 ? OP(NULL) : 77 };
+	KT_EQ(kt_batch(&vm, ops, KVM_PAGETYPE_MAX_BATCH, &done), 0);
+	KT_EQ(done, KVM_PAGETYPE_MAX_BATCH);
+	KT_EQ(ops[0].result, R(INVAL));
+	KT_EQ(ops[1].result, R(OK));
+	/* The batch's own frame cannot be pinned by it. */
+	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_BATCH_GFN), R(BUSY));
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.batches_cut, 1);
+	KT_EQ(s.pinned[0], pins);
+	KT_EQ(s.kills, 0);
+	kt_vm_destroy(&vm);
+}
+
+/*
+ * A type count at its maximum (2^22 - 1): 8191 L1 tables of 512 writable
+ * entries and one of 511 all map frame X.  One more reference is refused:
+ * by a pin with R_OVERFLOW, by a guest write with a kill.
+ */
+static void test_overflow(void)
+{
+	const uint64_t x = 0x140, first = 1024, tables = 8192;
+	struct kvm_pagetype_op ops[64];
+	struct kt_vm vm;
+	uint64_t t, i;
+	uint32_t done;
+
+	new_vm(&vm, 40 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	for (t = first; t < first + tables; t++)
+		for (i = 0; i < 512; i++)
+			kt_frame(&vm, t)[i] = kt_pte(x, KT_RW);
+	for (t = 0; t < tables - 1; t += done) {
+		uint32_t n = tables - 1 - t < 64 ? tables - 1 - t : 64;
+
+		for (i = 0; i < n; i++)
+			ops[i] = (struct kvm_pagetype_op){
+				.code = OP(PIN_L1), .arg = first + t + i };
+		KT_EQ(kt_batch(&vm, ops, n, &done), 0);
+		KT_EQ(done, n);
+		for (i = 0; i < n; i++)
+			KT_EQ(ops[i].result, R(OK));
+	}
+	KT_EQ(kt_query(&vm, x), word(0, 0, 8191 * 512));
+	/* 512 more do not fit in the 511 left: refused, nothing taken. */
+	KT_EQ(kt_op(&vm, OP(PIN_L1), first + tables - 1), R(OVERFLOW));
+	KT_EQ(kt_query(&vm, x), word(0, 0, 8191 * 512));
+	kt_frame(&vm, first + tables - 1)[511] = 0;
+	KT_EQ(kt_op(&vm, OP(PIN_L1), first + tables - 1), R(OK));
+	KT_EQ(kt_query(&vm, x), word(0, 0, KVM_PAGETYPE_COUNT_MASK));
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x104), kt_pte(x, KT_RW), 8),
+	      -EIO);
+	expect_dead(&vm, KVM_PAGETYPE_KILL_WRITE);
+	kt_vm_destroy(&vm);
+	expect_healthy();
+}
+
+static void set_slot(struct kt_vm *vm, uint32_t slot, uint64_t gpa,
+		     uint64_t size, void *mem)
+{
+	struct kvm_userspace_memory_region r = {
+		.slot = slot, .guest_phys_addr = gpa, .memory_size = size,
+		.userspace_addr = (uintptr_t)mem,
+	};
+
+	KT_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r),
+		  "slot %u", slot);
+}
+
+static void test_memslots(void)
+{
+	static uint64_t extra[2][512 * 256] __attribute__((aligned(4096)));
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	uint64_t v;
+
+	/* Slot 1 (4-5 MiB) holds no table: removing it is fine. */
+	kt_vm_create(&vm, 4 << 20);
+	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
+	set_slot(&vm, 2, 5 << 20, 1 << 20, extra[1]);
+	KT_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	KT_EQ(vm.nr_frames, 1536);
+	kt_pin_user_tables(&vm);
+	KT_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));	/* in slot 2 */
+	set_slot(&vm, 1, 4 << 20, 0, extra[0]);
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.kills, 0);
+	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	/* Frames whose slot is gone are refused. */
+	KT_EQ(kt_op(&vm, OP(PIN_L1), 1100), R(IO));
+	/* Slot 2 holds a pinned table: its removal kills the VM. */
+	set_slot(&vm, 2, 5 << 20, 0, extra[1]);
+	expect_dead(&vm, KVM_PAGETYPE_KILL_MEMSLOT);
+	kt_vm_destroy(&vm);
+	expect_healthy();
+}
+
+static int kvm_debugfs_vms(void)
+{
+	char prefix[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(prefix, sizeof(prefix), "%d-", getpid());
+	dir = opendir("/sys/kernel/debug/kvm");
+	KT_ASSERT(dir, "/sys/kernel/debug/kvm");
+	while ((d = readdir(dir)))
+		n += !strncmp(d->d_name, prefix, strlen(prefix));
+	closedir(dir);
+	return n;
+}
+
+static void test_lifetimes(void)
+{
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	uint64_t v;
+	int pt_fd;
+
+	/* The VMM closes the VM first: the attachment holds it until closed. */
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	KT_EQ(kvm_debugfs_vms(), 1);
+	pt_fd = vm.pt_fd;
+	vm.pt_fd = -1;
+	kt_vm_destroy(&vm);
+	KT_EQ(kvm_debugfs_vms(), 1);
+	vm.pt_fd = pt_fd;
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.pinned[3], 1);
+	/* The module holds the VM's last reference; closing frees it. */
+	KT_ASSERT(syscall(SYS_delete_module, "kvm_pagetype", O_NONBLOCK) == -1 &&
+		  (errno == EWOULDBLOCK || errno == EBUSY),
+		  "unloading with a VM attached");
+	close(pt_fd);
+	KT_EQ(kvm_debugfs_vms(), 0);
+
+	/* Detached first: tracking is gone, the VM runs on unchecked. */
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	close(vm.pt_fd);
+	vm.pt_fd = -1;
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102),
+			     kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
+	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	/* ... and can be attached again, from its new state. */
+	KT_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(OK));
+	KT_EQ(kt_op(&vm, OP(PIN_L2), KT_UL2_GFN), R(BUSY));
+	kt_vm_destroy(&vm);
+}
+
+static void test_modes(void)
+{
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	KT_EQ(kt_op(&vm, OP(SET_MODE), 7), R(INVAL));
+	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(MODE));
+	KT_EQ(kt_op(&vm, OP(TO_SEMI), T_FRAME), R(OK));
+	KT_EQ(kt_op(&vm, OP(TO_SEMI), T_FRAME), R(EXIST));
+	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
+	KT_EQ(kt_query(&vm, T_FRAME), word(1, PINNED | KVM_PAGETYPE_SEMI, 1));
+	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(TYPE));
+	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(OK));
+	KT_EQ(kt_query(&vm, T_FRAME), word(0, KVM_PAGETYPE_SEMI, 0));
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.semi, 1);
+	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(OK));
+	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(NOENT));
+	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE), R(OK));
+	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.semi, 0);
+	KT_EQ(s.ops[OP(SET_MODE)], 3);
+	KT_EQ(s.ops[OP(TO_SEMI)], 2);
+	KT_EQ(s.op_errors, 5);
+	kt_vm_destroy(&vm);
+}
+
+/* The global counters: every VM so far, attached or not. */
+static void test_global(void)
+{
+	struct kvm_pagetype_stats g0, g1;
+	struct kt_vm vm;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_stats(&vm, true, &g0);
+	KT_EQ(g0.vms, 1);
+	kt_pin_user_tables(&vm);
+	kt_stats(&vm, true, &g1);
+	KT_EQ(g1.ops[OP(PIN_L4)], g0.ops[OP(PIN_L4)] + 1);
+	KT_EQ(g1.pinned[3], g0.pinned[3] + 1);
+	KT_EQ(g1.batches, g0.batches + 1);
+	kt_vm_destroy(&vm);
+	printf("global: %llu batches, %llu kills, %llu validations\n",
+	       (unsigned long long)g1.batches, (unsigned long long)g1.kills,
+	       (unsigned long long)g1.validations);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} tests[] = {
+	{ "abi", test_abi },
+	{ "pin", test_pin },
+	{ "legal-writes", test_legal_writes },
+	{ "kill-write", test_kill_write },
+	{ "batches", test_batches },
+	{ "overflow", test_overflow },
+	{ "memslots", test_memslots },
+	{ "lifetimes", test_lifetimes },
+	{ "modes", test_modes },
+	{ "global", test_global },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+	int a;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		bool run = argc == 1;
+
+		for (a = 1; a < argc; a++) {
+			if (!strcmp(argv[a], "list"))
+				printf("%s\n", tests[i].name);
+			run |= !strcmp(argv[a], tests[i].name);
+		}
+		if (!run)
+			continue;
+		tests[i].fn();
+		printf("ok %s\n", tests[i].name);
+	}
+	return 0;
+}
