@@ -37,6 +37,8 @@ struct kpt_vm {
 	struct list_head node;		/* on kpt_vms */
 	struct dentry *debugfs;
 	unsigned int id;
+	u64 doorbell;			/* its gpa, or KVM_PAGETYPE_NO_DOORBELL */
+	u64 doorbells;			/* batches run through it */
 	int killed;			/* set once, by kpt_kill */
 	u32 kill_reason;		/* KVM_PAGETYPE_KILL_* */
 };
@@ -120,6 +122,129 @@ static int kpt_track(void *priv, u64 gfn, bool on)
 	return ret;
 }
 
+/*
+ * From the ioctl, results go back through the VMM's mapping of guest
+ * memory, as QEMU would write them: kvm_write_guest wants a vCPU for the
+ * dirty ring.  Neither way is write-tracked, so never into a table
+ * (kpt_batch).
+ */
+static int kpt_write_back(struct kvm *kvm, struct kvm_vcpu *vcpu, u64 gpa,
+			  const void *data, size_t len)
+{
+	unsigned long hva;
+	int idx, ret = 0;
+
+	if (vcpu)
+		return kvm_vcpu_write_guest(vcpu, gpa, data, len);
+	idx = srcu_read_lock(&kvm->srcu);
+	hva = gfn_to_hva(kvm, gpa >> PAGE_SHIFT);
+	if (kvm_is_error_hva(hva) ||
+	    copy_to_user((void __user *)(hva + offset_in_page(gpa)), data, len))
+		ret = -EFAULT;
+	srcu_read_unlock(&kvm->srcu, idx);
+	return ret;
+}
+
+static int kpt_read(struct kvm *kvm, struct kvm_vcpu *vcpu, u64 gpa,
+		    void *data, size_t len)
+{
+	int idx, ret;
+
+	if (vcpu)
+		return kvm_vcpu_read_guest(vcpu, gpa, data, len);
+	idx = srcu_read_lock(&kvm->srcu);
+	ret = kvm_read_guest(kvm, gpa, data, len);
+	srcu_read_unlock(&kvm->srcu, idx);
+	return ret;
+}
+
+/*
+ * Run the batch of count ops the guest placed at gpa: from the ioctl
+ * (vcpu NULL) or from the doorbell page in the vCPU thread.  Returns the
+ * ops run, or -EIO after killing the VM for a malformed batch, or
+ * -ENOMEM.  The whole call holds the engine's lock, so no op (this
+ * batch's or another's) can make the batch's frame a table before the
+ * results are written back there.
+ */
+static long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa,
+		      u32 count)
+{
+	struct kvm_pagetype_op *ops;
+	struct kvm *kvm = vm->kvm;
+	size_t len;
+	long ret;
+
+	if (READ_ONCE(vm->killed))
+		return -EIO;
+	len = (size_t)count * sizeof(*ops);
+	if (!count || count > KVM_PAGETYPE_MAX_BATCH ||
+	    gpa % sizeof(*ops) || offset_in_page(gpa) + len > PAGE_SIZE ||
+	    (gpa >> PAGE_SHIFT) >= vm->engine.nr_frames)
+		goto malformed;
+
+	ops = kmalloc(len, GFP_KERNEL_ACCOUNT);
+	if (!ops)
+		return -ENOMEM;
+	pt_engine_lock(&vm->engine);
+	if (pt_engine_is_table_locked(&vm->engine, gpa >> PAGE_SHIFT) ||
+	    kpt_read(kvm, vcpu, gpa, ops, len))
+		goto err_malformed;
+	ret = pt_engine_batch_locked(&vm->engine, gpa >> PAGE_SHIFT, ops,
+				     count);
+	if (kpt_write_back(kvm, vcpu, gpa, ops, len))
+		goto err_malformed;
+	pt_engine_unlock(&vm->engine);
+	kfree(ops);
+	return ret;
+
+err_malformed:
+	pt_engine_unlock(&vm->engine);
+	kfree(ops);
+malformed:
+	kpt_kill(vm, KVM_PAGETYPE_KILL_BATCH, gpa, KVM_PAGETYPE_R_INVAL);
+	return -EIO;
+}
+
+static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
+{
+	struct kvm_pagetype_batch b;
+	long ret;
+
+	if (copy_from_user(&b, argp, sizeof(b)))
+		return -EFAULT;
+	ret = kpt_batch(vm, NULL, b.gpa, b.count);
+	if (ret < 0)
+		return ret;
+	b.done = ret;
+	if (copy_to_user(argp, &b, sizeof(b)))
+		return -EFAULT;
+	return 0;
+}
+
+/* The fast path: the guest rang the doorbell page (kvm_pagetype.h). */
+static void kpt_doorbell(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa,
+			 const u8 *new, int bytes)
+{
+	u64 ring, db = gpa & PAGE_MASK;
+	u32 result[2] = { 0, 0 };	/* status, done */
+	long ret;
+
+	if (offset_in_page(gpa) != KVM_PAGETYPE_DB_RING_OFF || bytes != 8)
+		return;		/* the rest of the page is the guest's */
+	memcpy(&ring, new, sizeof(ring));
+	vm->doorbells++;
+	ret = kpt_batch(vm, vcpu, ring & GENMASK_ULL(51, 0),
+			ring >> KVM_PAGETYPE_DB_COUNT_SHIFT);
+	if (ret == -EIO)
+		return;		/* killed */
+	if (ret < 0)
+		result[0] = -ret;
+	else
+		result[1] = ret;
+	kvm_vcpu_write_guest(vcpu, db + KVM_PAGETYPE_DB_STATUS_OFF, result,
+			     sizeof(result));
+}
+
 /* Runs in the vCPU thread, after the write landed; may sleep. */
 static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 			    int bytes, struct kvm_page_track_notifier_node *node)
@@ -129,6 +254,10 @@ static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 
 	if (READ_ONCE(vm->killed))
 		return;
+	if ((gpa & PAGE_MASK) == READ_ONCE(vm->doorbell)) {
+		kpt_doorbell(vm, vcpu, gpa, new, bytes);
+		return;
+	}
 	rule = pt_engine_write(&vm->engine, gpa, new, bytes);
 	if (rule)
 		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
@@ -149,6 +278,7 @@ static void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
 {
 	pt_engine_stats(&vm->engine, s);
 	s->kills = READ_ONCE(vm->killed);
+	s->doorbells = READ_ONCE(vm->doorbells);
 	s->last_kill = vm->kill_reason;
 }
 
@@ -192,6 +322,7 @@ static void kpt_stats_show(struct seq_file *m,
 		seq_printf(m, "op_%s %llu\n", ops[i], s->ops[i]);
 	seq_printf(m, "op_errors %llu\nbatches %llu\nbatches_cut %llu\n",
 		   s->op_errors, s->batches, s->batches_cut);
+	seq_printf(m, "doorbells %llu\n", s->doorbells);
 	seq_printf(m, "validations %llu\nwrites %llu\nwrite_updates %llu\n",
 		   s->validations, s->writes, s->write_updates);
 	seq_printf(m, "violations %llu\nkills %llu\nlast_kill %llu\n",
@@ -302,6 +433,7 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	if (!vm)
 		goto err_put_kvm;
 	vm->kvm = kvm;
+	vm->doorbell = KVM_PAGETYPE_NO_DOORBELL;
 	vm->env.read_table = kpt_read_table;
 	vm->env.track = kpt_track;
 	vm->env.priv = vm;
@@ -347,80 +479,27 @@ err_put_kvm:
 	return ret;
 }
 
-/*
- * Write the results back through the VMM's mapping of guest memory, as
- * QEMU would: kvm_write_guest wants a vCPU for the dirty ring.  Not
- * write-tracked, so never into a table (kpt_run_batch).
- */
-static int kpt_write_back(struct kvm *kvm, u64 gpa, const void *data,
-			  size_t len)
+static long kpt_set_doorbell(struct kpt_vm *vm, void __user *argp)
 {
-	unsigned long hva;
-	int idx, ret = 0;
+	struct kvm_pagetype_doorbell d;
+	u64 gfn;
 
-	idx = srcu_read_lock(&kvm->srcu);
-	hva = gfn_to_hva(kvm, gpa >> PAGE_SHIFT);
-	if (kvm_is_error_hva(hva) ||
-	    copy_to_user((void __user *)(hva + offset_in_page(gpa)), data, len))
-		ret = -EFAULT;
-	srcu_read_unlock(&kvm->srcu, idx);
-	return ret;
-}
-
-/*
- * Run the batch the guest placed at b.gpa.  The whole call holds the
- * engine's lock, so no op (this batch's or another's) can make the
- * batch's own frame a table before the results are written back there.
- */
-static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
-{
-	struct kvm_pagetype_batch b;
-	struct kvm_pagetype_op *ops;
-	struct kvm *kvm = vm->kvm;
-	size_t len;
-	long ret;
-	int idx;
-
-	if (copy_from_user(&b, argp, sizeof(b)))
+	if (copy_from_user(&d, argp, sizeof(d)))
 		return -EFAULT;
-	if (READ_ONCE(vm->killed))
-		return -EIO;
-	len = (size_t)b.count * sizeof(*ops);
-	if (!b.count || b.count > KVM_PAGETYPE_MAX_BATCH ||
-	    b.gpa % sizeof(*ops) ||
-	    (b.gpa & ~PAGE_MASK) + len > PAGE_SIZE ||
-	    (b.gpa >> PAGE_SHIFT) >= vm->engine.nr_frames)
-		goto malformed;
-
-	ops = kmalloc(len, GFP_KERNEL_ACCOUNT);
-	if (!ops)
-		return -ENOMEM;
-	pt_engine_lock(&vm->engine);
-	ret = -EIO;
-	if (pt_engine_is_table_locked(&vm->engine, b.gpa >> PAGE_SHIFT))
-		goto err_malformed;
-	idx = srcu_read_lock(&kvm->srcu);
-	ret = kvm_read_guest(kvm, b.gpa, ops, len);
-	srcu_read_unlock(&kvm->srcu, idx);
-	if (ret)
-		goto err_malformed;
-	b.done = pt_engine_batch_locked(&vm->engine, b.gpa >> PAGE_SHIFT,
-					ops, b.count);
-	ret = kpt_write_back(kvm, b.gpa, ops, len);
-	pt_engine_unlock(&vm->engine);
-	kfree(ops);
-	if (ret)
-		goto malformed;
-	if (copy_to_user(argp, &b, sizeof(b)))
-		return -EFAULT;
-	return 0;
-
-err_malformed:
-	pt_engine_unlock(&vm->engine);
-	kfree(ops);
-malformed:
-	kpt_kill(vm, KVM_PAGETYPE_KILL_BATCH, b.gpa, KVM_PAGETYPE_R_INVAL);
-	return -EIO;
+	if (d.gpa != KVM_PAGETYPE_NO_DOORBELL && offset_in_page(d.gpa))
+		return -EINVAL;
+	gfn = d.gpa == KVM_PAGETYPE_NO_DOORBELL ? PT_NO_HOME :
+	      d.gpa >> PAGE_SHIFT;
+	switch (pt_engine_set_doorbell(&vm->engine, gfn)) {
+	case KVM_PAGETYPE_R_OK:
+		WRITE_ONCE(vm->doorbell, d.gpa);
+		return 0;
+	case KVM_PAGETYPE_R_RANGE:
+		return -ERANGE;
+	case KVM_PAGETYPE_R_TYPE:
+		return -EBUSY;
+	}
+	return -EFAULT;
 }
 
 static long kpt_get_stats(struct kpt_vm *vm, void __user *argp)
@@ -468,6 +547,16 @@ static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return kpt_run_batch(vm, argp);
 	case KVM_PAGETYPE_GET_STATS:
 		return kpt_get_stats(vm, argp);
+	case KVM_PAGETYPE_SET_DOORBELL:
+		if (!vm)
+			return -ENOENT;
+		return kpt_set_doorbell(vm, argp);
+	case KVM_PAGETYPE_RESET:
+		if (!vm)
+			return -ENOENT;
+		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
+		pt_engine_reset(&vm->engine);
+		return 0;
 	}
 	return -ENOTTY;
 }

@@ -165,6 +165,8 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 		return KVM_PAGETYPE_R_BUSY;
 	if (e->writable_2m[gfn >> SHIFT_2M] || e->writable_1g[gfn >> SHIFT_1G])
 		return KVM_PAGETYPE_R_BUSY;
+	if (gfn == e->doorbell)
+		return KVM_PAGETYPE_R_BUSY;
 	if (e->mode == KVM_PAGETYPE_MODE_FINE && !semi)
 		return KVM_PAGETYPE_R_MODE;
 
@@ -459,6 +461,7 @@ int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
 	e->nr_frames = nr_frames;
 	e->flags = flags;
 	e->mode = KVM_PAGETYPE_MODE_COARSE;
+	e->doorbell = PT_NO_HOME;
 	e->word = pt_calloc(nr_frames, sizeof(*e->word));
 	e->shadow = pt_calloc(nr_frames, sizeof(*e->shadow));
 	e->tables_2m = pt_calloc(n2m, sizeof(u32));
@@ -474,18 +477,67 @@ int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
 	return 0;
 }
 
-void pt_engine_destroy(struct pt_engine *e)
+/* Untrack and free every table; the caller clears the words. */
+static void engine_drop_tables(struct pt_engine *e)
 {
 	u64 gfn;
 
-	if (e->shadow) {
-		for (gfn = 0; gfn < e->nr_frames; gfn++) {
-			if (!e->shadow[gfn])
-				continue;
-			e->env->track(e->env->priv, gfn, false);
-			pt_page_free(e->shadow[gfn]);
+	for (gfn = 0; gfn < e->nr_frames; gfn++) {
+		if (!e->shadow[gfn])
+			continue;
+		e->env->track(e->env->priv, gfn, false);
+		pt_page_free(e->shadow[gfn]);
+		e->shadow[gfn] = NULL;
+	}
+	if (e->doorbell != PT_NO_HOME)
+		e->env->track(e->env->priv, e->doorbell, false);
+	e->doorbell = PT_NO_HOME;
+}
+
+u16 pt_engine_set_doorbell(struct pt_engine *e, u64 gfn)
+{
+	u16 r = KVM_PAGETYPE_R_OK;
+
+	pt_mutex_lock(&e->lock);
+	if (gfn != PT_NO_HOME && gfn >= e->nr_frames) {
+		r = KVM_PAGETYPE_R_RANGE;
+	} else if (gfn != PT_NO_HOME && e->shadow[gfn]) {
+		r = KVM_PAGETYPE_R_TYPE;
+	} else if (gfn != e->doorbell) {
+		if (gfn != PT_NO_HOME && e->env->track(e->env->priv, gfn, true)) {
+			r = KVM_PAGETYPE_R_IO;
+		} else {
+			if (e->doorbell != PT_NO_HOME)
+				e->env->track(e->env->priv, e->doorbell, false);
+			e->doorbell = gfn;
 		}
 	}
+	pt_mutex_unlock(&e->lock);
+	return r;
+}
+
+void pt_engine_reset(struct pt_engine *e)
+{
+	u64 n2m = (e->nr_frames >> SHIFT_2M) + 1;
+	u64 n1g = (e->nr_frames >> SHIFT_1G) + 1;
+
+	pt_mutex_lock(&e->lock);
+	engine_drop_tables(e);
+	memset(e->word, 0, e->nr_frames * sizeof(*e->word));
+	memset(e->tables_2m, 0, n2m * sizeof(u32));
+	memset(e->writable_2m, 0, n2m * sizeof(u32));
+	memset(e->tables_1g, 0, n1g * sizeof(u32));
+	memset(e->writable_1g, 0, n1g * sizeof(u32));
+	memset(e->stats.pinned, 0, sizeof(e->stats.pinned));
+	e->stats.semi = 0;
+	e->mode = KVM_PAGETYPE_MODE_COARSE;
+	pt_mutex_unlock(&e->lock);
+}
+
+void pt_engine_destroy(struct pt_engine *e)
+{
+	if (e->shadow)
+		engine_drop_tables(e);
 	pt_mutex_destroy(&e->lock);
 	pt_cfree(e->word);
 	pt_cfree(e->shadow);

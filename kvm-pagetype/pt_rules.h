@@ -58,6 +58,7 @@ struct pt_engine {
 	u64 nr_frames;
 	u32 flags;		/* KVM_PAGETYPE_ATTACH_* */
 	u32 mode;		/* KVM_PAGETYPE_MODE_* */
+	u64 doorbell;		/* the fast path's tracked frame, or PT_NO_HOME */
 	u32 *word;		/* the type word, per frame */
 	u64 **shadow;		/* per pinned table: its validated entries */
 	/* Per 2 MiB and 1 GiB region: tables inside, writable PS leaves over. */
@@ -71,6 +72,18 @@ int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
 		   const struct pt_env *env);
 /* Stops tracking every pinned table and frees everything. */
 void pt_engine_destroy(struct pt_engine *e);
+
+/*
+ * Back to the state of a new engine (every frame writable, no table, no
+ * doorbell, coarse mode); the counters of events stay.
+ */
+void pt_engine_reset(struct pt_engine *e);
+
+/*
+ * Make gfn the doorbell frame (tracked, never pinned), or none with
+ * PT_NO_HOME.  Returns an R_* code: RANGE, TYPE for a table, IO.
+ */
+u16 pt_engine_set_doorbell(struct pt_engine *e, u64 gfn);
 
 /*
  * Run a batch of count ops in order, under the engine's lock, writing each

@@ -647,6 +647,59 @@ static void test_env_failures(void)
 	teardown();
 }
 
+static void test_doorbell_reset(void)
+{
+	setup(1024, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	T_EQ(pt_engine_set_doorbell(&eng, 1024), KVM_PAGETYPE_R_RANGE);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_engine_set_doorbell(&eng, 20), KVM_PAGETYPE_R_TYPE);
+	T_EQ(fk.tracked[20], 1);
+	T_EQ(pt_engine_set_doorbell(&eng, 30), KVM_PAGETYPE_R_OK);
+	T_EQ(fk.tracked[30], 1);
+	T_EQ(pt_engine_set_doorbell(&eng, 30), KVM_PAGETYPE_R_OK);
+	T_EQ(fk.tracked[30], 1);
+	/* The doorbell frame is never a table. */
+	T_EQ(pin(1, 30), KVM_PAGETYPE_R_BUSY);
+	/* Moving it untracks the old one. */
+	T_EQ(pt_engine_set_doorbell(&eng, 31), KVM_PAGETYPE_R_OK);
+	T_EQ(fk.tracked[30], 0);
+	T_EQ(fk.tracked[31], 1);
+	fk.fail_track = 1;
+	T_EQ(pt_engine_set_doorbell(&eng, 32), KVM_PAGETYPE_R_IO);
+	fk.fail_track = 0;
+	T_EQ(fk.tracked[31], 1);
+	T_EQ(eng.doorbell, 31);
+
+	/* Reset: a fresh engine but for the event counters. */
+	page(21)[0] = pte(20, PT_RW);
+	T_EQ(pin(2, 21), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 40), KVM_PAGETYPE_R_OK);
+	page(22)[0] = pte(512, PT_PS | PT_RW);
+	T_EQ(pin(2, 22), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_FINE),
+	     KVM_PAGETYPE_R_OK);
+	pt_engine_reset(&eng);
+	for (u64 i = 0; i < 1024; i++) {
+		T_EQ(query(i), 0);
+		T_EQ(fk.tracked[i], 0);
+	}
+	T_EQ(eng.doorbell, PT_NO_HOME);
+	T_EQ(eng.mode, KVM_PAGETYPE_MODE_COARSE);
+	T_EQ(eng.stats.ops[KVM_PAGETYPE_OP_PIN_L2], 2);
+	check_invariants();
+	/* Everything works as new: the 2M region and the frames are free. */
+	T_EQ(pin(1, 600), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(2, 21), KVM_PAGETYPE_R_TYPE);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(2, 21), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_engine_set_doorbell(&eng, 33), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_engine_set_doorbell(&eng, PT_NO_HOME), KVM_PAGETYPE_R_OK);
+	T_EQ(fk.tracked[33], 0);
+	T_EQ(pt_engine_set_doorbell(&eng, 34), KVM_PAGETYPE_R_OK);
+	check_invariants();
+	teardown();	/* asserts the doorbell was untracked too */
+}
+
 /* Two threads on one engine: one rewrites entries of a shared table, the
  * other pins and unpins tables that map the same frame writable. */
 #define ROUNDS 20000
@@ -717,6 +770,7 @@ int main(void)
 	test_batch();
 	test_writes();
 	test_env_failures();
+	test_doorbell_reset();
 	test_threads();
 	printf("test-pagetype: all cases passed\n");
 	return 0;

@@ -111,6 +111,29 @@ struct kvm_pagetype_batch {
 	__u32 done;		/* out: ops run (the rest are R_SKIPPED) */
 };
 
+/*
+ * The fast path: a doorbell page in guest RAM that the module
+ * write-tracks.  The guest stores KVM_PAGETYPE_DB_RING(gpa, count) at
+ * offset KVM_PAGETYPE_DB_RING_OFF with one 8-byte store; the module runs
+ * that batch in the vCPU thread, with no exit to user space, and has
+ * written DB_STATUS (0, or a positive errno) and DB_DONE when the store
+ * instruction completes.  A malformed batch kills the VM, as through the
+ * ioctl.  Other bytes of the page are the guest's (a batch may live
+ * there, from offset 16 on).
+ */
+#define KVM_PAGETYPE_DB_RING_OFF	0x00
+#define KVM_PAGETYPE_DB_STATUS_OFF	0x08	/* __u32, written back */
+#define KVM_PAGETYPE_DB_DONE_OFF	0x0c	/* __u32, written back */
+#define KVM_PAGETYPE_DB_COUNT_SHIFT	52
+#define KVM_PAGETYPE_DB_RING(gpa, count) \
+	((__u64)(gpa) | ((__u64)(count) << KVM_PAGETYPE_DB_COUNT_SHIFT))
+
+#define KVM_PAGETYPE_NO_DOORBELL	(~0ULL)
+
+struct kvm_pagetype_doorbell {
+	__u64 gpa;		/* page aligned, or KVM_PAGETYPE_NO_DOORBELL */
+};
+
 /* Why a VM was killed (kvm_pagetype_stats.last_kill). */
 #define KVM_PAGETYPE_KILL_NONE		0
 #define KVM_PAGETYPE_KILL_WRITE		1	/* a trapped write broke a rule */
@@ -122,6 +145,7 @@ struct kvm_pagetype_stats {
 	__u64 op_errors;	/* ops whose result was not R_OK */
 	__u64 batches;
 	__u64 batches_cut;	/* batches that hit the work budget */
+	__u64 doorbells;	/* batches run through the doorbell page */
 	__u64 validations;	/* entries validated, by pins and writes */
 	__u64 writes;		/* trapped writes to pinned tables */
 	__u64 write_updates;	/* ... that changed what an entry grants */
@@ -149,5 +173,13 @@ struct kvm_pagetype_get_stats {
 				      struct kvm_pagetype_batch)
 #define KVM_PAGETYPE_GET_STATS	_IOWR(KVM_PAGETYPE_IOC_MAGIC, 0x03, \
 				      struct kvm_pagetype_get_stats)
+/* Track a doorbell page (the fast path), or stop. */
+#define KVM_PAGETYPE_SET_DOORBELL _IOW(KVM_PAGETYPE_IOC_MAGIC, 0x04, \
+				      struct kvm_pagetype_doorbell)
+/*
+ * The guest reset: every table unpinned and untracked, every frame
+ * writable, coarse mode, no doorbell.  A killed VM stays killed.
+ */
+#define KVM_PAGETYPE_RESET	_IO(KVM_PAGETYPE_IOC_MAGIC, 0x05)
 
 #endif /* _UAPI_LINUX_KVM_PAGETYPE_H */

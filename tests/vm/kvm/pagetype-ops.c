@@ -501,6 +501,90 @@ static void test_modes(void)
 	kt_vm_destroy(&vm);
 }
 
+static int set_doorbell(struct kt_vm *vm, uint64_t gpa)
+{
+	struct kvm_pagetype_doorbell d = { .gpa = gpa };
+
+	return ioctl(vm->pt_fd, KVM_PAGETYPE_SET_DOORBELL, &d) ? -errno : 0;
+}
+
+#define DB_GFN		9
+#define DB_BATCH_GFN	10
+
+/* Ring the doorbell page from the guest with count ops at DB_BATCH_GFN. */
+static int ring(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
+		uint64_t ring_val)
+{
+	memcpy(kt_frame(vm, DB_BATCH_GFN), ops, count * sizeof(*ops));
+	return kt_guest_store(vm, kt_kva(DB_GFN * KT_PAGE), ring_val, 8);
+}
+
+static void test_doorbell(void)
+{
+	struct kvm_pagetype_op ops[2] = {
+		{ .code = OP(NULL) },
+		{ .code = OP(PIN_L1), .arg = T_FRAME },
+	};
+	uint64_t bgpa = DB_BATCH_GFN * KT_PAGE;
+	uint32_t *db;
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	db = (uint32_t *)kt_frame(&vm, DB_GFN);
+	KT_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE + 8), -EINVAL);
+	KT_EQ(set_doorbell(&vm, 4 << 20), -ERANGE);
+	KT_EQ(set_doorbell(&vm, KT_UL1_GFN * KT_PAGE), -EBUSY);
+	KT_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
+	KT_EQ(kt_op(&vm, OP(PIN_L1), DB_GFN), R(BUSY));
+
+	/* One store runs the batch; results are there when it completes. */
+	db[2] = db[3] = 0xdead;
+	KT_EQ(ring(&vm, ops, 2, KVM_PAGETYPE_DB_RING(bgpa, 2)), 0);
+	KT_EQ(db[2], 0);
+	KT_EQ(db[3], 2);
+	memcpy(ops, kt_frame(&vm, DB_BATCH_GFN), sizeof(ops));
+	KT_EQ(ops[0].result, R(OK));
+	KT_EQ(ops[1].result, R(OK));
+	KT_EQ(kt_query(&vm, T_FRAME), word(1, PINNED, 1));
+	/* The batch may share the doorbell's page, past the ring. */
+	ops[0] = (struct kvm_pagetype_op){ .code = OP(UNPIN), .arg = T_FRAME };
+	memcpy((uint8_t *)db + 16, ops, sizeof(ops[0]));
+	KT_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE),
+			     KVM_PAGETYPE_DB_RING(DB_GFN * KT_PAGE + 16, 1), 8),
+	      0);
+	KT_EQ(db[3], 1);
+	KT_EQ(((struct kvm_pagetype_op *)(db + 4))->result, R(OK));
+	KT_EQ(kt_query(&vm, T_FRAME), 0);
+	/* Stores elsewhere in the page ring nothing. */
+	db[3] = 0xdead;
+	KT_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE + 24), 0, 8), 0);
+	KT_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE + 0), 7, 4), 0);
+	KT_EQ(db[3], 0xdead);
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.doorbells, 2);
+	KT_EQ(s.batches, 6);	/* 2 rung, 4 through the ioctl */
+
+	/* Reset: no table, no doorbell, and the guest runs unchecked. */
+	KT_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
+	KT_EQ(kt_query(&vm, KT_UL1_GFN), 0);
+	KT_EQ(kt_query(&vm, KT_KL3_GFN), 0);
+	KT_EQ(ring(&vm, ops, 1, KVM_PAGETYPE_DB_RING(bgpa, 1)), 0);
+	KT_EQ(db[3], 0xdead);
+	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102),
+			     kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.pinned[0] + s.pinned[3], 0);
+	KT_EQ(s.kills, 0);
+	/* A malformed ring kills, like a malformed ioctl batch. */
+	KT_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
+	KT_EQ(ring(&vm, ops, 1, KVM_PAGETYPE_DB_RING(bgpa, 0)), -EIO);
+	expect_dead(&vm, KVM_PAGETYPE_KILL_BATCH);
+	kt_vm_destroy(&vm);
+	expect_healthy();
+}
+
 /* The global counters: every VM so far, attached or not. */
 static void test_global(void)
 {
@@ -534,6 +618,7 @@ static const struct {
 	{ "memslots", test_memslots },
 	{ "lifetimes", test_lifetimes },
 	{ "modes", test_modes },
+	{ "doorbell", test_doorbell },
 	{ "global", test_global },
 };
 
