@@ -53,7 +53,14 @@ key() {
 	} | sha256sum | cut -c1-16
 }
 
-hash=$(key "$here/overlay" "$here/patches" $(for f in $shared; do echo "$lib/$f"; done))
+# The pagetype device: its source and the headers it shares with the host
+# module and the guest.
+pagetype=$here/../kvm-pagetype/qemu
+pagetype_shared="$here/../include/uapi/linux/kvm_pagetype.h
+	$here/../include/pagetype-regs.h"
+
+hash=$(key "$here/overlay" "$here/patches" "$pagetype" $pagetype_shared \
+	$(for f in $shared; do echo "$lib/$f"; done))
 out=$cache/qemu/$hash
 
 # Copy the overlay and the shared libsivshm sources over the tree at $1.
@@ -62,6 +69,11 @@ overlay() {
 	mkdir -p "$1/hw/misc/sivshm-lib"
 	for f in $shared; do
 		cp "$lib/$f" "$1/hw/misc/sivshm-lib/"
+	done
+	cp "$pagetype/pagetype.c" "$1/hw/misc/"
+	mkdir -p "$1/hw/misc/pagetype-lib"
+	for f in $pagetype_shared; do
+		cp "$f" "$1/hw/misc/pagetype-lib/"
 	done
 }
 

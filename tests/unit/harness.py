@@ -9,7 +9,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "vm"))
 from vmtest import (FrameError, HarnessError, Result, encode_frame,  # noqa
-                    find_splats, parse_frames, resolve_modules)
+                    emulator_fault, find_splats, nested_result, parse_frames,
+                    resolve_modules)
 
 
 def channel(*frames):
@@ -88,6 +89,47 @@ class Outcomes(unittest.TestCase):
         r = self.result(channel(("exit", b"0")),
                         console=b"[    2.5] BUG: kernel NULL pointer")
         self.assertEqual(r.outcome, "fail")
+
+
+class Killed(unittest.TestCase):
+    """A guest KVM refused to run (KVM_RUN failed) is killed, not lost."""
+    STDERR = b"error: kvm run failed Input/output error\nRAX=0 RBX=0\n"
+
+    def test_killed_guest(self):
+        r = Result("t", channel(("out", b"half")), b"", True, -9,
+                   self.STDERR)
+        self.assertEqual(r.outcome, "killed")
+        self.assertIn("kvm run failed", r.describe())
+
+    def test_a_finished_guest_is_judged_by_its_status(self):
+        r = Result("t", channel(("exit", b"0")), b"", False, 0, self.STDERR)
+        self.assertEqual(r.outcome, "pass")
+
+    def test_other_stderr_is_no_kill(self):
+        r = Result("t", b"", b"", True, -9, b"qemu: some warning\n")
+        self.assertEqual(r.outcome, "lost")
+
+    def test_nested_result_carries_status_and_stderr(self):
+        l1 = Result("l1", channel(
+            ("file:g.channel", channel(("exit", b"0"))),
+            ("file:g.stderr", b"trace line\n"),
+            ("file:g.status", b"0\n"), ("exit", b"0")), b"", False, 0)
+        r2 = nested_result(l1, "g")
+        self.assertEqual(r2.outcome, "pass")
+        self.assertEqual(r2.qemu_status, 0)
+        self.assertEqual(r2.stderr, "trace line\n")
+        l1.files["g.stderr"] = self.STDERR
+        l1.files["g.channel"] = b""
+        self.assertEqual(nested_result(l1, "g").outcome, "killed")
+
+    def test_emulator_fault(self):
+        r = Result("t", channel(("exit", b"0")),
+                   b"[ 9.1] BUG: scheduling while atomic: qemu/12/0x00110001",
+                   False, 0)
+        self.assertIn("scheduling while atomic", emulator_fault(r))
+        r = Result("t", channel(("exit", b"0")),
+                   b"[ 9.1] BUG: kernel NULL pointer dereference", False, 0)
+        self.assertIsNone(emulator_fault(r))
 
 
 class Splats(unittest.TestCase):

@@ -16,8 +16,8 @@ crash it, plain guests as much as ours.  Even so, TCG's emulation of
 nested SVM under this interrupt load now and then kills or hangs level 1
 itself, with its preempt count stuck in NMI context ("scheduling while
 atomic ... 0x00110001").  Such a run says nothing of the code under test
-and is tried again, at most ATTEMPTS times in all; any other failure
-fails at once."""
+and is tried again (nested()'s emulator_retries); any other failure fails
+at once."""
 
 import os
 import re
@@ -27,20 +27,6 @@ from vmtest import boot, builddir, check, main, nested, nested_result
 from sivshm import Service, pingpong_scripts
 
 ROUNDS = 200
-ATTEMPTS = 3
-
-# Level 1's own kernel in NMI context where it cannot be: the emulator's.
-EMULATOR_SPLAT = re.compile(r"scheduling while atomic: .*/0x0011|"
-                            r"stack guard page was hit|"
-                            r"at kernel/(softirq|context_tracking|smp)\.c")
-
-
-def emulator_fault(r1):
-    """Why level 1 itself failed, if TCG's nested SVM is to blame."""
-    if r1.lost:
-        return "level 1 " + r1.lost
-    bad = [s for s in r1.splats if EMULATOR_SPLAT.search(s)]
-    return "level 1: " + bad[0] if bad else None
 
 
 def test():
@@ -67,14 +53,9 @@ def test():
                           "run_l2 %s\nwait $host\ncat /tmp/host-mapper.out\n"
                           % (host, guests[-1].name))
     l1 = nested(l1_script, guests, programs=pp, l2_timeout=120,
-                l2_collect=["/tmp/mapper.trace", "/tmp/reducer1.trace"])
-    for attempt in range(1, ATTEMPTS + 1):
-        r1 = boot(l1, timeout=170)
-        fault = r1.outcome != "pass" and emulator_fault(r1)
-        if not fault:
-            break
-        print("attempt %d of %d: %s (TCG's nested SVM, not sivshm)"
-              % (attempt, ATTEMPTS, fault), flush=True)
+                l2_collect=["/tmp/mapper.trace", "/tmp/reducer1.trace"],
+                emulator_retries=2)
+    r1 = boot(l1, timeout=170)
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
     for g, role in zip(guests, ("mapper", "reducer1")):

@@ -23,5 +23,6 @@ CONFIG_VIRTIO_SERIAL=y
 # PCI(e) bridges and root ports (pci-bridge itself is always built).
 CONFIG_PCIE_PORT=y
 
-# This project's device.
+# This project's devices.
 CONFIG_SIVSHM=y
+CONFIG_PAGETYPE=y

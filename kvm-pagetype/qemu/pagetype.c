@@ -1,0 +1,271 @@
+/*
+ * pagetype: the guest's door to kvm_pagetype.ko
+ *
+ * The guest writes the guest-physical address and length of an op batch
+ * (linux/kvm_pagetype.h) to BAR0 and the device hands it to the host
+ * module with KVM_PAGETYPE_RUN_BATCH, synchronously, in the MMIO handler:
+ * when the guest's write completes, the ops have run and their results
+ * are in guest memory.  The device can also register a doorbell page in
+ * guest RAM, the module's fast path with no exit to user space.
+ *
+ * The register map is in docs/specs/pagetype.rst.
+ *
+ * This work is licensed under the terms of the GNU GPL, version 2 or later.
+ * See the COPYING file in the top-level directory.
+ */
+
+#include "qemu/osdep.h"
+#include <sys/ioctl.h>
+#include "qemu/bitops.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/pci.h"
+#include "hw/qdev-properties.h"
+#include "migration/blocker.h"
+#include "qom/object.h"
+#include "sysemu/kvm.h"
+#include "sysemu/kvm_int.h"
+#include "trace.h"
+
+#include "pagetype-lib/kvm_pagetype.h"
+#include "pagetype-lib/pagetype-regs.h"
+
+#define TYPE_PAGETYPE "pagetype"
+OBJECT_DECLARE_SIMPLE_TYPE(PagetypeState, PAGETYPE)
+
+struct PagetypeState {
+    PCIDevice parent_obj;
+
+    MemoryRegion mmio;
+    int fd;                     /* /dev/kvm-pagetype, attached to our VM */
+    Error *migration_blocker;
+
+    uint64_t batch;             /* PAGETYPE_REG_BATCH_LO/HI */
+    uint32_t status;            /* PAGETYPE_REG_STATUS */
+    uint32_t done;              /* PAGETYPE_REG_DONE */
+    uint64_t doorbell;          /* PAGETYPE_REG_DB_LO/HI */
+
+    /* properties */
+    char *path;
+    bool kernel_half;
+};
+
+static void pagetype_run_batch(PagetypeState *s, uint32_t count)
+{
+    struct kvm_pagetype_batch b = { .gpa = s->batch, .count = count };
+
+    s->done = 0;
+    s->status = ioctl(s->fd, KVM_PAGETYPE_RUN_BATCH, &b) ? errno : 0;
+    if (!s->status) {
+        s->done = b.done;
+    }
+    trace_pagetype_batch(s->batch, count, s->done, s->status);
+}
+
+static void pagetype_set_doorbell(PagetypeState *s)
+{
+    struct kvm_pagetype_doorbell d = { .gpa = s->doorbell };
+
+    s->status = ioctl(s->fd, KVM_PAGETYPE_SET_DOORBELL, &d) ? errno : 0;
+    trace_pagetype_doorbell(s->doorbell, s->status);
+}
+
+static uint64_t pagetype_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    PagetypeState *s = opaque;
+
+    switch (addr) {
+    case PAGETYPE_REG_MAGIC:
+        return PAGETYPE_MAGIC;
+    case PAGETYPE_REG_VERSION:
+        return KVM_PAGETYPE_ABI_VERSION;
+    case PAGETYPE_REG_FEATURES:
+        return PAGETYPE_F_DOORBELL;
+    case PAGETYPE_REG_BATCH_LO:
+        return (uint32_t)s->batch;
+    case PAGETYPE_REG_BATCH_HI:
+        return s->batch >> 32;
+    case PAGETYPE_REG_STATUS:
+        return s->status;
+    case PAGETYPE_REG_DONE:
+        return s->done;
+    case PAGETYPE_REG_DB_LO:
+        return (uint32_t)s->doorbell;
+    case PAGETYPE_REG_DB_HI:
+        return s->doorbell >> 32;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "pagetype: read of register 0x%"
+                  HWADDR_PRIx "\n", addr);
+    return 0;
+}
+
+static void pagetype_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                                unsigned size)
+{
+    PagetypeState *s = opaque;
+
+    switch (addr) {
+    case PAGETYPE_REG_NULL:
+        return;
+    case PAGETYPE_REG_BATCH_LO:
+        s->batch = deposit64(s->batch, 0, 32, val);
+        return;
+    case PAGETYPE_REG_BATCH_HI:
+        s->batch = deposit64(s->batch, 32, 32, val);
+        return;
+    case PAGETYPE_REG_COUNT:
+        pagetype_run_batch(s, val);
+        return;
+    case PAGETYPE_REG_DB_LO:
+        s->doorbell = deposit64(s->doorbell, 0, 32, val);
+        return;
+    case PAGETYPE_REG_DB_HI:
+        s->doorbell = deposit64(s->doorbell, 32, 32, val);
+        pagetype_set_doorbell(s);
+        return;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "pagetype: write of 0x%" PRIx64
+                  " to register 0x%" HWADDR_PRIx "\n", val, addr);
+}
+
+static const MemoryRegionOps pagetype_mmio_ops = {
+    .read = pagetype_mmio_read,
+    .write = pagetype_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+/* Undo pagetype_realize's steps from the last one that succeeded. */
+static void pagetype_teardown(PagetypeState *s)
+{
+    if (s->migration_blocker) {
+        migrate_del_blocker(s->migration_blocker);
+        error_free(s->migration_blocker);
+        s->migration_blocker = NULL;
+    }
+    if (s->fd >= 0) {
+        close(s->fd);           /* detaches our VM */
+        s->fd = -1;
+    }
+}
+
+static void pagetype_realize(PCIDevice *pdev, Error **errp)
+{
+    PagetypeState *s = PAGETYPE(pdev);
+    struct kvm_pagetype_attach a = {
+        .flags = s->kernel_half ? KVM_PAGETYPE_ATTACH_KERNEL_HALF : 0,
+    };
+    int version;
+
+    s->fd = -1;
+    if (!kvm_enabled()) {
+        error_setg(errp, "pagetype: needs KVM (-accel kvm): the page types "
+                   "live in the host module kvm_pagetype.ko");
+        return;
+    }
+    s->fd = open(s->path, O_RDWR | O_CLOEXEC);
+    if (s->fd < 0) {
+        error_setg_errno(errp, errno, "pagetype: cannot open %s "
+                         "(is kvm_pagetype.ko loaded?)", s->path);
+        return;
+    }
+    version = ioctl(s->fd, KVM_PAGETYPE_VERSION);
+    if (version != KVM_PAGETYPE_ABI_VERSION) {
+        error_setg(errp, "pagetype: %s speaks ABI %d, this QEMU %d",
+                   s->path, version, KVM_PAGETYPE_ABI_VERSION);
+        goto err;
+    }
+    a.vm_fd = kvm_state->vmfd;
+    if (ioctl(s->fd, KVM_PAGETYPE_ATTACH, &a)) {
+        error_setg_errno(errp, errno, "pagetype: cannot attach this VM "
+                         "to %s", s->path);
+        goto err;
+    }
+    error_setg(&s->migration_blocker, "pagetype: the page types of this "
+               "VM live in the host module and are not migrated");
+    if (migrate_add_blocker(s->migration_blocker, errp) < 0) {
+        error_free(s->migration_blocker);
+        s->migration_blocker = NULL;
+        goto err;
+    }
+
+    s->doorbell = KVM_PAGETYPE_NO_DOORBELL;
+    memory_region_init_io(&s->mmio, OBJECT(s), &pagetype_mmio_ops, s,
+                          "pagetype-mmio", PAGETYPE_BAR0_SIZE);
+    pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
+    trace_pagetype_attach(a.nr_frames);
+    return;
+
+err:
+    pagetype_teardown(s);
+}
+
+static void pagetype_exit(PCIDevice *pdev)
+{
+    pagetype_teardown(PAGETYPE(pdev));
+}
+
+/* A guest reset starts with no table pinned and no doorbell. */
+static void pagetype_reset(DeviceState *dev)
+{
+    PagetypeState *s = PAGETYPE(dev);
+
+    if (s->fd >= 0 && ioctl(s->fd, KVM_PAGETYPE_RESET)) {
+        warn_report("pagetype: reset: %s", strerror(errno));
+    }
+    s->batch = 0;
+    s->status = 0;
+    s->done = 0;
+    s->doorbell = KVM_PAGETYPE_NO_DOORBELL;
+}
+
+static Property pagetype_properties[] = {
+    DEFINE_PROP_STRING("path", PagetypeState, path),
+    DEFINE_PROP_BOOL("kernel-half", PagetypeState, kernel_half, true),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static void pagetype_instance_init(Object *obj)
+{
+    PagetypeState *s = PAGETYPE(obj);
+
+    s->fd = -1;
+    s->path = g_strdup("/dev/kvm-pagetype");
+}
+
+static void pagetype_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = pagetype_realize;
+    k->exit = pagetype_exit;
+    k->vendor_id = PAGETYPE_PCI_VENDOR_ID;
+    k->device_id = PAGETYPE_PCI_DEVICE_ID;
+    k->class_id = PCI_CLASS_OTHERS;
+    k->revision = 1;
+    device_class_set_props(dc, pagetype_properties);
+    dc->reset = pagetype_reset;
+    dc->desc = "Xen-style page types, validated by kvm_pagetype.ko";
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo pagetype_types[] = {
+    {
+        .name          = TYPE_PAGETYPE,
+        .parent        = TYPE_PCI_DEVICE,
+        .instance_size = sizeof(PagetypeState),
+        .instance_init = pagetype_instance_init,
+        .class_init    = pagetype_class_init,
+        .interfaces    = (InterfaceInfo[]) {
+            { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+            { },
+        },
+    },
+};
+
+DEFINE_TYPES(pagetype_types)

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""kvm_pagetype with a real level-2 Linux under KVM.
+
+Level 1 (kvm_amd npt=0) loads kvm_pagetype.ko and runs our QEMU with the
+pagetype device.  First, realize refuses clearly without the module and
+without KVM.  Then a level-2 test module (tests/vm/modules/pagetype_l2.c)
+pins a live page table of its own guest (the PTE page mapping its loader's
+stack) through the device's registers, checks its type, unpins it and runs
+a batch through the doorbell page; the host module's counters, read in
+level 1, must match the ops level 2 counted.  Last, the same module with
+violate=1 maps its pinned table writable: that VM is killed (its QEMU
+reports KVM_RUN failed), level 1 logs why and goes on (pagetype-ops shows
+that new VMs then run)."""
+
+import os
+import re
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from vmtest import Guest, boot, builddir, check, main, nested, nested_result
+
+L1_SCRIPT = r"""
+qemu() {
+	qemu-system-x86_64 -nodefaults -display none -L /usr/share/qemu \
+		-machine q35 "$@" -device pagetype
+}
+if qemu -accel kvm 2> /tmp/nomod.err; then exit 1; fi
+cat /tmp/nomod.err
+grep -q "pagetype: cannot open /dev/kvm-pagetype (is kvm_pagetype.ko loaded?)" /tmp/nomod.err
+mount -t debugfs none /sys/kernel/debug
+insmod /lib/modules/extra/kvm_pagetype.ko
+if qemu -accel tcg 2> /tmp/tcg.err; then exit 1; fi
+cat /tmp/tcg.err
+grep -q "pagetype: needs KVM" /tmp/tcg.err
+run_l2 pagetype-l2
+cp /sys/kernel/debug/kvm_pagetype/global /tmp/after-ops
+run_l2 pagetype-kill
+cp /sys/kernel/debug/kvm_pagetype/global /tmp/after-kill
+"""
+
+
+def stats(text):
+    return {k: int(v) for k, v in (line.split() for line in
+                                   text.decode().splitlines())}
+
+
+def test():
+    ko = builddir("tests", "vm", "modules", "pagetype_l2.ko")
+    args = ["-device", "pagetype", "-trace", "enable=pagetype_*"]
+    l2 = [Guest(name, "insmod /lib/modules/extra/pagetype_l2.ko %s\n" % opt,
+                modules=[ko], qemu_args=args, memory=256, smp=1)
+          for name, opt in (("pagetype-l2", ""),
+                            ("pagetype-kill", "violate=1"))]
+    l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
+                modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
+                l2_collect=["/tmp/after-ops", "/tmp/after-kill"],
+                emulator_retries=1)
+    r1 = boot(l1, timeout=270)
+    check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
+                                                     r1.text()))
+
+    r2 = nested_result(r1, "pagetype-l2")
+    check(r2.outcome == "pass", "pagetype-l2: %s" % r2.describe())
+    log = r2.dmesg.decode(errors="replace")
+    check("Hypervisor detected: KVM" in r2.console, "level 2 not under KVM")
+    check(re.search(r"pin_l1 of the PTE page \S+ .*: result 0", log),
+          "the pin failed:\n" + log)
+    check(re.search(r"query: result 0 word 0x1c000001", log),
+          "the PTE page is not a pinned L1:\n" + log)
+    check("pin_l1 again: result 5" in log and "unpin: result 0" in log,
+          "duplicate pin or unpin:\n" + log)
+    ops = dict(re.findall(r"(\w+)=(\d+)", re.search(r"ops (.*)", log)[1]))
+    host = stats(r1.files["after-ops"])
+    for op in ("null", "pin_l1", "unpin", "query"):
+        check(int(ops[op]) == host["op_" + op],
+              "%s: level 2 issued %s, the host counted %d"
+              % (op, ops[op], host["op_" + op]))
+    check(int(ops["doorbells"]) == host["doorbells"] == 1, "doorbells")
+    check(host["kills"] == 0 and host["pinned_l1"] == 0, str(host))
+    check("pagetype_batch" in r2.stderr and "pagetype_doorbell" in r2.stderr,
+          "no trace from the level-2 QEMU:\n" + r2.stderr)
+    print("level 2 pinned its own PTE page and unpinned it; host counted "
+          + ", ".join("%s %s" % (k, ops[k]) for k in sorted(ops)))
+
+    k = nested_result(r1, "pagetype-kill")
+    check(k.outcome == "killed", "pagetype-kill: %s" % k.describe())
+    host = stats(r1.files["after-kill"])
+    check(host["kills"] == 1 and host["last_kill"] == 1, str(host))
+    check("killed: a trapped write broke a rule" in
+          r1.dmesg.decode(errors="replace"), "no kill logged in level 1")
+    print("the violating VM was killed: " + k.describe())
+
+
+main(test)
