@@ -48,7 +48,7 @@ if [ ! -e "$qemu_checkpatch" ]; then
 	echo "no QEMU checkpatch.pl beside our QEMU (make qemu)"
 	exit 1
 fi
-for f in $(cd "$top" && find qemu-sivshm/overlay -name '*.c' | sort); do
+for f in $(cd "$top" && find qemu-sivshm/overlay kvm-pagetype/qemu -name '*.c' | sort); do
 	if ! out=$(cd "$top" && perl "$qemu_checkpatch" --no-tree -f "$f" 2>&1); then
 		echo "$out"
 		status=1
