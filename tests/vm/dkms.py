@@ -1,0 +1,50 @@
+"""Build one of our modules the way users install it: its make target lays
+out the DKMS source package, then dkms add, dkms build against the fetched
+kernel's headers, and dkms remove.  Used by the dkms-* VM tests."""
+
+import glob
+import os
+import shutil
+import subprocess
+
+from vmtest import Kernel, builddir, check, skip
+
+
+def _sh(*argv):
+    p = subprocess.run(argv, capture_output=True, text=True)
+    check(p.returncode == 0, "%s failed:\n%s%s" % (" ".join(argv), p.stdout,
+                                                   p.stderr))
+    return p.stdout
+
+
+def dkms_build(package, make_target, module, outdir):
+    """Build package's module with dkms; copy it into outdir and return
+    its path there.  Skips (fails under CI) without dkms or root."""
+    if not shutil.which("dkms") or os.geteuid() != 0:
+        if os.environ.get("CI"):
+            check(False, "dkms and root are needed (scripts/setup.sh)")
+        skip("needs dkms (scripts/setup.sh) and root")
+    kernel = Kernel()
+    with open(os.path.join(kernel.path, "KDIR")) as f:
+        kdir = f.read().strip()
+    version = "0.0test%d" % os.getpid()
+    src = "/usr/src/%s-%s" % (package, version)
+    stage = os.path.join(outdir, "stage")
+    try:
+        _sh("make", "-C", builddir(), make_target, "DESTDIR=" + stage,
+            "DKMS_VERSION=" + version)
+        shutil.copytree(stage + src, src)
+        _sh("dkms", "add", "-m", package, "-v", version)
+        _sh("dkms", "build", "-m", package, "-v", version,
+            "-k", kernel.kver, "--kernelsourcedir", kdir)
+        ko = glob.glob("/var/lib/dkms/%s/%s/%s/*/module/%s.ko*"
+                       % (package, version, kernel.kver, module))
+        check(ko, "dkms built no %s.ko" % module)
+        built = os.path.join(outdir, module + ".ko")
+        shutil.copy(ko[0], built)
+        return built
+    finally:
+        subprocess.run(["dkms", "remove", "-m", package, "-v", version,
+                        "--all"], capture_output=True)
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.rmtree(stage, ignore_errors=True)
