@@ -15,9 +15,10 @@ that new VMs then run).
 Opt-in (SIVSHM_PAGETYPE_L2=1): on the development machine, a TCG level 1
 running kvm_amd npt=0 with kvm_pagetype attached to a level-2 Linux froze
 whole (no console output, no lockup report) in 4 of 7 level-2 boots.  It
-froze as well with the device attached and no op issued, and with a build
-of the module that registers no page-track notifier at all, after 2 to 3
-boots each time, while the same level 1 booted 9 of 9 plain npt=0 guests.
+froze as well with the device attached and no op issued, with a build of
+the module that registers no page-track notifier, and with one whose
+attach does nothing at all, while the same level 1 booted 9 of 9 plain
+npt=0 guests (docs/testing.md has the limits).
 Until that is understood it would make the suite fail at random, so it
 runs only when asked."""
 
