@@ -14,6 +14,7 @@
 #include "pt_rules.h"
 
 #define SHIFT_2M	9
+#define PT_REGION_MAX	((u32)~0U)
 #define SHIFT_1G	18
 
 static u64 entry_gfn(u64 entry)
@@ -71,6 +72,7 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 		     u64 entry)
 {
 	u64 gfn = entry_gfn(entry);
+	u32 *tables, *writable;
 	unsigned int shift;
 	u64 base;
 
@@ -96,15 +98,14 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 			return KVM_PAGETYPE_R_RANGE;
 		if (!(entry & PT_RW))
 			return KVM_PAGETYPE_R_OK;
-		if (shift == SHIFT_2M) {
-			if (e->tables_2m[base])
-				return KVM_PAGETYPE_R_TYPE;
-			e->writable_2m[base]++;
-		} else {
-			if (e->tables_1g[base])
-				return KVM_PAGETYPE_R_TYPE;
-			e->writable_1g[base]++;
-		}
+		tables = shift == SHIFT_2M ? e->tables_2m : e->tables_1g;
+		writable = shift == SHIFT_2M ? e->writable_2m : e->writable_1g;
+		if (tables[base])
+			return KVM_PAGETYPE_R_TYPE;
+		/* Wrapped to 0, it would let a table appear under the leaf. */
+		if (writable[base] == PT_REGION_MAX)
+			return KVM_PAGETYPE_R_OVERFLOW;
+		writable[base]++;
 		return KVM_PAGETYPE_R_OK;
 	}
 

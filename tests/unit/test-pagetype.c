@@ -427,6 +427,15 @@ static void test_overflow(void)
 	T_EQ(pin(2, 61), KVM_PAGETYPE_R_OVERFLOW);
 	eng.word[60] -= KVM_PAGETYPE_COUNT_MASK - 1;
 	T_EQ(pin(2, 61), KVM_PAGETYPE_R_OK);
+	/* The count of writable superpage leaves over a region: no wrap. */
+	eng.writable_2m[1] = UINT32_MAX;
+	page(62)[0] = pte(512, PT_PS | PT_RW);
+	T_EQ(pin(2, 62), KVM_PAGETYPE_R_OVERFLOW);
+	T_EQ(eng.writable_2m[1], UINT32_MAX);
+	eng.writable_2m[1] = 0;
+	T_EQ(pin(2, 62), KVM_PAGETYPE_R_OK);
+	T_EQ(eng.writable_2m[1], 1);
+	T_EQ(unpin(62), KVM_PAGETYPE_R_OK);
 	check_invariants();
 	teardown();
 }
