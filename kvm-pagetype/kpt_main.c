@@ -263,12 +263,20 @@ static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
 }
 
-/* A memslot moves or goes: tracking of its frames is lost with it. */
+/*
+ * A memslot moves or goes: tracking of its frames is lost with it.  A
+ * doorbell there is forgotten (the guest sets it again); a pinned table
+ * there kills the VM.  Neither is untracked later: a new slot in the same
+ * place has no tracking to remove.
+ */
 static void kpt_track_flush_slot(struct kvm *kvm, struct kvm_memory_slot *slot,
 				 struct kvm_page_track_notifier_node *node)
 {
 	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
 
+	if (pt_engine_forget_doorbell(&vm->engine, slot->base_gfn,
+				      slot->npages))
+		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
 	if (pt_engine_has_table(&vm->engine, slot->base_gfn, slot->npages))
 		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT,
 			 slot->base_gfn << PAGE_SHIFT, 0);

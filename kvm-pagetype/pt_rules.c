@@ -517,6 +517,19 @@ u16 pt_engine_set_doorbell(struct pt_engine *e, u64 gfn)
 	return r;
 }
 
+bool pt_engine_forget_doorbell(struct pt_engine *e, u64 gfn, u64 n)
+{
+	bool inside;
+
+	pt_mutex_lock(&e->lock);
+	inside = e->doorbell != PT_NO_HOME && e->doorbell >= gfn &&
+		 e->doorbell - gfn < n;
+	if (inside)
+		e->doorbell = PT_NO_HOME;
+	pt_mutex_unlock(&e->lock);
+	return inside;
+}
+
 void pt_engine_reset(struct pt_engine *e)
 {
 	u64 n2m = (e->nr_frames >> SHIFT_2M) + 1;

@@ -86,6 +86,13 @@ void pt_engine_reset(struct pt_engine *e);
 u16 pt_engine_set_doorbell(struct pt_engine *e, u64 gfn);
 
 /*
+ * The memory of the n frames from gfn went away (a memslot deleted or
+ * moved), and their write tracking with it: if the doorbell frame is
+ * among them, forget it without untracking it.  Returns whether it was.
+ */
+bool pt_engine_forget_doorbell(struct pt_engine *e, u64 gfn, u64 n);
+
+/*
  * Run a batch of count ops in order, under the engine's lock, writing each
  * op's result (and out).  At most KVM_PAGETYPE_WORK_BUDGET units of work:
  * the ops past it get R_SKIPPED.  Returns the number of ops run.  The

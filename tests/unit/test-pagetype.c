@@ -678,6 +678,13 @@ static void test_doorbell_reset(void)
 	fk.fail_track = 0;
 	T_EQ(fk.tracked[31], 1);
 	T_EQ(eng.doorbell, 31);
+	/* Its memory goes: forgotten, never untracked afterwards. */
+	T_ASSERT(!pt_engine_forget_doorbell(&eng, 32, 100), "not inside");
+	T_ASSERT(!pt_engine_forget_doorbell(&eng, 0, 31), "not inside");
+	T_ASSERT(pt_engine_forget_doorbell(&eng, 31, 1), "inside");
+	T_EQ(eng.doorbell, PT_NO_HOME);
+	fk.tracked[31] = 0;		/* what the memslot's removal did */
+	T_EQ(pt_engine_set_doorbell(&eng, 31), KVM_PAGETYPE_R_OK);
 
 	/* Reset: a fresh engine but for the event counters. */
 	page(21)[0] = pte(20, PT_RW);

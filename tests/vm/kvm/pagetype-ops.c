@@ -375,6 +375,8 @@ static void test_overflow(void)
 	expect_healthy();
 }
 
+static int set_doorbell(struct kt_vm *vm, uint64_t gpa);
+
 static void set_slot(struct kt_vm *vm, uint32_t slot, uint64_t gpa,
 		     uint64_t size, void *mem)
 {
@@ -408,6 +410,20 @@ static void test_memslots(void)
 	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
 	/* Frames whose slot is gone are refused. */
 	KT_EQ(kt_op(&vm, OP(PIN_L1), 1100), R(IO));
+	/*
+	 * A doorbell page whose slot goes: its tracking went with it, and a
+	 * new slot in the same place is not untracked for it later (that
+	 * would take KVM's track count below zero: a WARN on the host).
+	 */
+	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
+	KT_EQ(set_doorbell(&vm, 1100 * KT_PAGE), 0);
+	set_slot(&vm, 1, 4 << 20, 0, extra[0]);
+	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
+	KT_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.kills, 0);
+	kt_pin_user_tables(&vm);
+	KT_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));
 	/* Slot 2 holds a pinned table: its removal kills the VM. */
 	set_slot(&vm, 2, 5 << 20, 0, extra[1]);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_MEMSLOT);
