@@ -15,7 +15,7 @@ int proto_client_connect(const char *path, int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int64_t deadline = proto_now_ms() + timeout_ms;
-	useconds_t backoff = 1000;
+	int backoff_ms = PROTO_CONNECT_RETRY_MIN_MS;
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -34,9 +34,9 @@ int proto_client_connect(const char *path, int timeout_ms)
 		if (proto_now_ms() >= deadline)
 			return -ETIMEDOUT;
 		/* A mapper starting now is up in a few ms: back off from 1 ms. */
-		usleep(backoff);
-		if (backoff < 32000)
-			backoff *= 2;
+		usleep(backoff_ms * 1000);
+		if (backoff_ms < PROTO_CONNECT_RETRY_MAX_MS)
+			backoff_ms *= 2;
 	}
 }
 
@@ -154,6 +154,6 @@ int proto_client_join(const char *path, uint32_t id, uint32_t nvectors,
 		close(sock);
 		if (err != -EAGAIN && err != -ECONNRESET && err != -EPIPE)
 			return err;
-		usleep(5000);
+		usleep(PROTO_JOIN_RETRY_MS * 1000);
 	}
 }

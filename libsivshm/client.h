@@ -12,6 +12,25 @@
 #include "proto.h"
 
 /*
+ * A reducer whose mapper is not there yet connects again after
+ * PROTO_CONNECT_RETRY_MIN_MS, doubling the wait up to ..._MAX_MS; one the
+ * mapper found busy or hung up on says HELLO again after
+ * PROTO_JOIN_RETRY_MS.
+ */
+#define PROTO_CONNECT_RETRY_MIN_MS	1
+#define PROTO_CONNECT_RETRY_MAX_MS	32
+#define PROTO_JOIN_RETRY_MS		5
+
+/*
+ * A reducer's QEMU whose mapper left tries to rejoin after
+ * PROTO_REJOIN_MIN_MS, doubling up to PROTO_REJOIN_MAX_MS, and waits
+ * PROTO_REJOIN_ANSWER_MS for each answer.
+ */
+#define PROTO_REJOIN_MIN_MS		50
+#define PROTO_REJOIN_MAX_MS		1000
+#define PROTO_REJOIN_ANSWER_MS		2000
+
+/*
  * Connect to the mapper's socket at @path, retrying while it does not exist
  * or nobody listens, for at most @timeout_ms.  Returns the socket or -errno
  * (-ETIMEDOUT when the mapper never appeared).

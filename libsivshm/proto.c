@@ -321,10 +321,15 @@ int proto_recv(int sock, uint8_t *buf, int *fds, unsigned int *nfds)
 		err = -ETOOMANYREFS;
 	if (mh.msg_flags & MSG_TRUNC)
 		err = -EMSGSIZE;
-	if (err) {
+	/*
+	 * A SOCK_SEQPACKET message may be empty and still carry descriptors;
+	 * it reads like the end of the stream, and ends the connection as
+	 * one, with nothing of it kept.
+	 */
+	if (err || n == 0) {
 		proto_close_fds(fds, *nfds);
 		*nfds = 0;
-		return err;
+		return err ? err : 0;
 	}
 	return n;
 }

@@ -98,10 +98,11 @@ int proto_send(int sock, const struct proto_msg *msg, const int *fds);
 
 /*
  * Receive one message into @buf (PROTO_BUF_SIZE bytes) and up to
- * PROTO_MAX_FDS fds (close-on-exec).  Returns the message length (0 at end
- * of stream) or -errno: -EMSGSIZE for a message that did not fit,
- * -ETOOMANYREFS for more fds than PROTO_MAX_FDS, -EBADMSG for ancillary data
- * that is not SCM_RIGHTS.  On error no fd is left open.
+ * PROTO_MAX_FDS fds (close-on-exec).  Returns the message length, 0 at the
+ * end of the stream or for an empty message (which cannot be told apart),
+ * or -errno: -EMSGSIZE for a message that did not fit, -ETOOMANYREFS for
+ * more fds than PROTO_MAX_FDS, -EBADMSG for ancillary data that is not
+ * SCM_RIGHTS.  Unless it returns a positive length, no fd is left open.
  */
 int proto_recv(int sock, uint8_t *buf, int *fds, unsigned int *nfds);
 

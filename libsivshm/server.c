@@ -117,7 +117,7 @@ int proto_server_listen(struct proto_server *srv, const char *path)
 			goto err_close;
 		}
 	}
-	if (listen(fd, SIVSHM_MAX_REDUCERS + PROTO_MAX_PENDING) < 0) {
+	if (listen(fd, PROTO_LISTEN_BACKLOG) < 0) {
 		err = -errno;
 		goto err_close;
 	}
@@ -303,8 +303,7 @@ static void server_peer_event(struct proto_server *srv, uint32_t id,
 
 static void server_accept(struct proto_server *srv)
 {
-	/* Bounded, so a connection flood cannot starve the other fds. */
-	for (int i = 0; i <= PROTO_MAX_PENDING; i++) {
+	for (int i = 0; i < PROTO_ACCEPTS_PER_ROUND; i++) {
 		struct proto_pending *pend = NULL;
 		int conn;
 

@@ -25,6 +25,10 @@
 #define PROTO_HELLO_TIMEOUT_MS	2000
 /* Enough pollfds for the listener, the pending and the connected peers. */
 #define PROTO_MAX_POLLFDS	(1 + PROTO_MAX_PENDING + SIVSHM_MAX_REDUCERS)
+/* The listening socket's backlog: every reducer and a full pending set. */
+#define PROTO_LISTEN_BACKLOG	(SIVSHM_MAX_REDUCERS + PROTO_MAX_PENDING)
+/* Connections accepted in one round, so a flood cannot starve the rest. */
+#define PROTO_ACCEPTS_PER_ROUND	(PROTO_MAX_PENDING + 1)
 
 struct proto_peer {
 	int conn;			/* -1 while the reducer is away */

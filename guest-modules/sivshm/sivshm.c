@@ -5,6 +5,14 @@
  * (write-back: it is RAM), ioctls for information, doorbells, an eventfd
  * per vector and SIGUSR1 delivery, and read()/poll() of interrupt counts.
  * The ABI is include/uapi/linux/sivshm.h; the registers sivshm-regs.h.
+ *
+ * Lifetime: the per-device state is reference counted, one reference for
+ * the bound device and one per open file.  On remove (unplug, unbind,
+ * rmmod) the device is marked dead under the rwsem before its registers go:
+ * every later call on a file still open returns -ENODEV, a blocked read()
+ * returns -ENODEV, poll() reports EPOLLHUP, and every mapping of the shared
+ * memory is zapped, so a later access to it raises SIGBUS instead of
+ * reaching whatever the guest puts at that physical address next.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -18,6 +26,7 @@
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/poll.h>
+#include <linux/rwsem.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -27,7 +36,17 @@
 
 #define SIVSHM_MAX_VECTORS	16
 
+struct sivshm_vec {
+	struct sivshm_dev *sd;
+	u32 vector;
+};
+
 struct sivshm_dev {
+	struct kref ref;		/* the device's, and one per open file */
+	struct rw_semaphore rwsem;	/* held for reading to use regs */
+	bool dead;			/* removed: written under rwsem */
+	struct mutex files_lock;
+	struct list_head files;		/* open files, to zap their mappings */
 	struct pci_dev *pdev;
 	struct miscdevice misc;
 	char name[16];
@@ -38,6 +57,7 @@ struct sivshm_dev {
 	u64 mappable;
 	u32 nvectors;
 	int nirqs;			/* MSI-X vectors, or 0 for INTx */
+	struct sivshm_vec *vecs;	/* their handlers' data */
 
 	spinlock_t lock;		/* protects the fields below */
 	struct eventfd_ctx *efd[SIVSHM_MAX_VECTORS + 1];
@@ -47,13 +67,10 @@ struct sivshm_dev {
 	wait_queue_head_t wait;
 };
 
-struct sivshm_vec {
-	struct sivshm_dev *sd;
-	u32 vector;
-};
-
 struct sivshm_file {
 	struct sivshm_dev *sd;
+	struct file *file;
+	struct list_head node;		/* in sd->files */
 	u64 seen;			/* sd->irqs at the last read */
 };
 
@@ -109,6 +126,25 @@ static irqreturn_t sivshm_intx_irq(int irq, void *data)
 	return IRQ_HANDLED;
 }
 
+static void sivshm_free(struct kref *ref)
+{
+	struct sivshm_dev *sd = container_of(ref, struct sivshm_dev, ref);
+
+	kfree(sd);
+}
+
+static void sivshm_put(void *sd)
+{
+	struct sivshm_dev *d = sd;
+
+	kref_put(&d->ref, sivshm_free);
+}
+
+/*
+ * misc_open() calls this under misc_mtx, which misc_deregister() takes:
+ * a device being removed is either found here with its reference or not
+ * at all.
+ */
 static int sivshm_open(struct inode *inode, struct file *file)
 {
 	struct sivshm_dev *sd = container_of(file->private_data,
@@ -118,10 +154,15 @@ static int sivshm_open(struct inode *inode, struct file *file)
 	sf = kzalloc(sizeof(*sf), GFP_KERNEL);
 	if (!sf)
 		return -ENOMEM;
+	kref_get(&sd->ref);
 	sf->sd = sd;
+	sf->file = file;
 	spin_lock_irq(&sd->lock);
 	sf->seen = sd->irqs;
 	spin_unlock_irq(&sd->lock);
+	mutex_lock(&sd->files_lock);
+	list_add(&sf->node, &sd->files);
+	mutex_unlock(&sd->files_lock);
 	file->private_data = sf;
 	return 0;
 }
@@ -132,6 +173,9 @@ static int sivshm_release(struct inode *inode, struct file *file)
 	struct sivshm_dev *sd = sf->sd;
 	struct pid *pid = NULL;
 
+	mutex_lock(&sd->files_lock);
+	list_del(&sf->node);
+	mutex_unlock(&sd->files_lock);
 	/* The task that asked for signals stops getting them with its file. */
 	spin_lock_irq(&sd->lock);
 	if (sd->sig_pid == task_tgid(current)) {
@@ -141,6 +185,18 @@ static int sivshm_release(struct inode *inode, struct file *file)
 	spin_unlock_irq(&sd->lock);
 	put_pid(pid);
 	kfree(sf);
+	kref_put(&sd->ref, sivshm_free);
+	return 0;
+}
+
+/* Take the device for a call that may touch it; -ENODEV once removed. */
+static int sivshm_get_live(struct sivshm_dev *sd)
+{
+	down_read(&sd->rwsem);
+	if (sd->dead) {
+		up_read(&sd->rwsem);
+		return -ENODEV;
+	}
 	return 0;
 }
 
@@ -169,10 +225,13 @@ static ssize_t sivshm_read(struct file *file, char __user *buf, size_t len,
 			return -EAGAIN;
 	} else {
 		ret = wait_event_interruptible(sd->wait,
-					       sivshm_irqs(sd) != sf->seen);
+					       sivshm_irqs(sd) != sf->seen ||
+					       READ_ONCE(sd->dead));
 		if (ret)
 			return ret;
 	}
+	if (READ_ONCE(sd->dead))
+		return -ENODEV;
 	now = sivshm_irqs(sd);
 	count = now - sf->seen;
 	sf->seen = now;
@@ -186,8 +245,20 @@ static __poll_t sivshm_poll(struct file *file, poll_table *wait)
 	struct sivshm_file *sf = file->private_data;
 
 	poll_wait(file, &sf->sd->wait, wait);
+	if (READ_ONCE(sf->sd->dead))
+		return EPOLLHUP | EPOLLERR;
 	return sivshm_irqs(sf->sd) != sf->seen ? EPOLLIN | EPOLLRDNORM : 0;
 }
+
+/* Only a zapped mapping faults: the device is gone. */
+static vm_fault_t sivshm_vm_fault(struct vm_fault *vmf)
+{
+	return VM_FAULT_SIGBUS;
+}
+
+static const struct vm_operations_struct sivshm_vm_ops = {
+	.fault = sivshm_vm_fault,
+};
 
 static int sivshm_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -195,16 +266,23 @@ static int sivshm_mmap(struct file *file, struct vm_area_struct *vma)
 	struct sivshm_dev *sd = sf->sd;
 	unsigned long len = vma->vm_end - vma->vm_start;
 	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	int ret;
 
 	/* Nothing beyond what this VM may reach: its slice, or the region. */
 	if (vma->vm_pgoff > (sd->mappable >> PAGE_SHIFT) ||
 	    off > sd->mappable || len > sd->mappable - off)
 		return -EINVAL;
+	ret = sivshm_get_live(sd);
+	if (ret)
+		return ret;
 	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_ops = &sivshm_vm_ops;
 	/* It is RAM on the host: map it write-back, as the kernel does. */
-	return remap_pfn_range(vma, vma->vm_start,
-			       (sd->mem_phys + off) >> PAGE_SHIFT, len,
-			       vma->vm_page_prot);
+	ret = remap_pfn_range(vma, vma->vm_start,
+			      (sd->mem_phys + off) >> PAGE_SHIFT, len,
+			      vma->vm_page_prot);
+	up_read(&sd->rwsem);
+	return ret;
 }
 
 static long sivshm_set_eventfd(struct sivshm_dev *sd,
@@ -250,13 +328,9 @@ static long sivshm_set_signal(struct sivshm_dev *sd,
 	return 0;
 }
 
-static long sivshm_ioctl(struct file *file, unsigned int cmd,
-			 unsigned long uarg)
+static long sivshm_do_ioctl(struct sivshm_dev *sd, unsigned int cmd,
+			    void __user *argp)
 {
-	struct sivshm_file *sf = file->private_data;
-	struct sivshm_dev *sd = sf->sd;
-	void __user *argp = (void __user *)uarg;
-
 	switch (cmd) {
 	case SIVSHM_IOC_INFO: {
 		struct sivshm_dev_info info = {
@@ -303,6 +377,21 @@ static long sivshm_ioctl(struct file *file, unsigned int cmd,
 	return -ENOTTY;
 }
 
+static long sivshm_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long uarg)
+{
+	struct sivshm_file *sf = file->private_data;
+	struct sivshm_dev *sd = sf->sd;
+	long ret;
+
+	ret = sivshm_get_live(sd);
+	if (ret)
+		return ret;
+	ret = sivshm_do_ioctl(sd, cmd, (void __user *)uarg);
+	up_read(&sd->rwsem);
+	return ret;
+}
+
 static const struct file_operations sivshm_fops = {
 	.owner = THIS_MODULE,
 	.open = sivshm_open,
@@ -338,6 +427,7 @@ static int sivshm_setup_irqs(struct sivshm_dev *sd)
 	vecs = devm_kcalloc(&pdev->dev, n, sizeof(*vecs), GFP_KERNEL);
 	if (!vecs)
 		return -ENOMEM;
+	sd->vecs = vecs;
 	for (i = 0; i < n; i++) {
 		vecs[i].sd = sd;
 		vecs[i].vector = i;
@@ -360,12 +450,20 @@ static int sivshm_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	resource_size_t bar_len;
 	int ret;
 
-	sd = devm_kzalloc(&pdev->dev, sizeof(*sd), GFP_KERNEL);
+	sd = kzalloc(sizeof(*sd), GFP_KERNEL);
 	if (!sd)
 		return -ENOMEM;
+	kref_init(&sd->ref);
+	init_rwsem(&sd->rwsem);
+	mutex_init(&sd->files_lock);
+	INIT_LIST_HEAD(&sd->files);
 	sd->pdev = pdev;
 	spin_lock_init(&sd->lock);
 	init_waitqueue_head(&sd->wait);
+	/* The device's reference, dropped after everything devm below. */
+	ret = devm_add_action_or_reset(&pdev->dev, sivshm_put, sd);
+	if (ret)
+		return ret;
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -429,16 +527,40 @@ err_free_index:
 	return ret;
 }
 
+/* Stop the handlers before the state they use can go. */
+static void sivshm_free_irqs(struct sivshm_dev *sd)
+{
+	struct pci_dev *pdev = sd->pdev;
+	int i;
+
+	if (!sd->nirqs) {
+		devm_free_irq(&pdev->dev, pci_irq_vector(pdev, 0), sd);
+		return;
+	}
+	for (i = 0; i < sd->nirqs; i++)
+		devm_free_irq(&pdev->dev, pci_irq_vector(pdev, i),
+			      &sd->vecs[i]);
+}
+
 static void sivshm_remove(struct pci_dev *pdev)
 {
 	struct sivshm_dev *sd = pci_get_drvdata(pdev);
+	struct eventfd_ctx *efd[SIVSHM_MAX_VECTORS + 1];
+	struct sivshm_file *sf;
+	struct pid *pid;
 	u32 v;
 
-	struct eventfd_ctx *efd[SIVSHM_MAX_VECTORS + 1];
-	struct pid *pid;
-
 	misc_deregister(&sd->misc);
-	/* The interrupts are freed after us (devm): detach under the lock. */
+	/* From here on no file touches the registers or maps the memory. */
+	down_write(&sd->rwsem);
+	WRITE_ONCE(sd->dead, true);
+	up_write(&sd->rwsem);
+	sivshm_free_irqs(sd);
+	mutex_lock(&sd->files_lock);
+	list_for_each_entry(sf, &sd->files, node)
+		unmap_mapping_range(sf->file->f_mapping, 0, 0, 1);
+	mutex_unlock(&sd->files_lock);
+
 	spin_lock_irq(&sd->lock);
 	memcpy(efd, sd->efd, sizeof(efd));
 	memset(sd->efd, 0, sizeof(sd->efd));
@@ -449,7 +571,9 @@ static void sivshm_remove(struct pci_dev *pdev)
 		if (efd[v])
 			eventfd_ctx_put(efd[v]);
 	put_pid(pid);
+	wake_up_interruptible_all(&sd->wait);
 	ida_free(&sivshm_ida, sd->index);
+	/* devm drops the device's reference on sd after this returns. */
 }
 
 static const struct pci_device_id sivshm_ids[] = {

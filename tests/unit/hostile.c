@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -150,4 +152,161 @@ void hostile_refusals(const char *path, uint32_t nred, uint32_t nvec,
 	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, nvec + 1);
 	expect_refuse(fd, PROTO_E_VECTORS, "vector count mismatch");
 	proto_close_fds(efd, nvec + 1);
+}
+
+/* Follow a connection until the mapper ends it; drop what it sends. */
+static void until_hangup(int fd, const char *what)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint8_t buf[PROTO_BUF_SIZE];
+	int fds[PROTO_MAX_FDS], n;
+	unsigned int nfds;
+
+	for (;;) {
+		T_ASSERT(poll(&pfd, 1, 5000) == 1,
+			 "%s: the mapper kept the connection", what);
+		n = proto_recv(fd, buf, fds, &nfds);
+		if (n == -EAGAIN)
+			continue;
+		if (n <= 0)
+			break;		/* hung up */
+		proto_close_fds(fds, nfds);
+	}
+	close(fd);
+}
+
+/* Join as @id, then speak again: the mapper must drop the reducer. */
+static void after_welcome(const char *path, uint32_t id, uint32_t nvec,
+			  int *efd, int empty)
+{
+	struct pollfd pfd;
+	uint8_t buf[PROTO_BUF_SIZE];
+	int fd = raw_connect_to(path), fds[PROTO_MAX_FDS], n;
+	unsigned int nfds;
+	struct proto_msg m;
+	const char *why;
+
+	hello_bytes(buf, id, nvec);
+	raw_send(fd, buf, PROTO_HELLO_SIZE, efd, nvec);
+	pfd = (struct pollfd) { .fd = fd, .events = POLLIN };
+	T_ASSERT(poll(&pfd, 1, 5000) == 1, "no WELCOME for %u", id);
+	n = proto_recv(fd, buf, fds, &nfds);
+	T_ASSERT(n > 0, "no WELCOME for %u (%d)", id, n);
+	T_EQ(proto_decode(buf, n, nfds, &m, &why), 0);
+	T_ASSERT(m.type == PROTO_WELCOME, "reducer %u refused: %s", id,
+		 m.type == PROTO_REFUSE ? m.refuse.reason : "?");
+	proto_close_fds(fds, nfds);
+	raw_send(fd, buf, empty ? 0 : PROTO_HELLO_SIZE, efd, nvec);
+	until_hangup(fd, empty ? "empty message after WELCOME" :
+		     "HELLO after WELCOME");
+}
+
+static void hostile_one(const char *path, unsigned int kind, uint32_t nred,
+			uint32_t nvec, uint32_t busy_id, uint32_t free_id)
+{
+	uint8_t buf[PROTO_BUF_SIZE * 2];
+	int efd[20], pipes[SIVSHM_MAX_VECTORS], *sent = efd, fd, p[2];
+	unsigned int nfds = nvec;
+	size_t len = PROTO_HELLO_SIZE;
+
+	eventfds(efd, 20);
+	hello_bytes(buf, free_id, nvec);
+	switch (kind) {
+	case 0:				/* an empty message */
+		len = 0;
+		break;
+	case 1:
+		hello_bytes(buf, busy_id, nvec);
+		break;
+	case 2:
+		buf[4] = 2;		/* version */
+		break;
+	case 3:
+		hello_bytes(buf, 0, nvec);
+		break;
+	case 4:
+		hello_bytes(buf, nred + 1, nvec);
+		break;
+	case 5:
+		len -= 4;
+		break;
+	case 6:
+		memset(buf + PROTO_HELLO_SIZE, 0xab, PROTO_BUF_SIZE);
+		len = sizeof(buf);
+		break;
+	case 7:
+		memset(buf, 0x5a, 64);
+		len = 64;
+		break;
+	case 8:
+		nfds = nvec - 1;
+		break;
+	case 9:
+		nfds = 20;
+		break;
+	case 10:			/* the same pipe end for every vector */
+		T_EQ(pipe2(p, O_CLOEXEC), 0);
+		for (unsigned int i = 0; i < nvec; i++)
+			pipes[i] = p[0];
+		sent = pipes;
+		break;
+	case 11:			/* a vector count not the mapper's */
+		hello_bytes(buf, free_id, nvec + 1);
+		nfds = nvec + 1;
+		break;
+	case 12:			/* send and hang up at once */
+		hello_bytes(buf, busy_id, nvec);
+		fd = raw_connect_to(path);
+		raw_send(fd, buf, len, efd, nfds);
+		close(fd);
+		goto out;
+	case 13:
+	case 14:
+		after_welcome(path, free_id, nvec, efd, kind == 13);
+		goto out;
+	}
+	fd = raw_connect_to(path);
+	raw_send(fd, buf, len, sent, nfds);
+	until_hangup(fd, "a hostile message");
+	if (kind == 10) {
+		close(p[0]);
+		close(p[1]);
+	}
+out:
+	proto_close_fds(efd, 20);
+}
+
+void hostile_flood(const char *path, uint32_t nred, uint32_t nvec,
+		   uint32_t busy_id, uint32_t free_id, unsigned int count)
+{
+	for (unsigned int i = 0; i < count; i++)
+		hostile_one(path, i % HOSTILE_KINDS, nred, nvec, busy_id,
+			    free_id);
+}
+
+int open_fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	T_ASSERT(d, "opendir /proc/self/fd");
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the directory's own */
+}
+
+long rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	T_ASSERT(f, "/proc/self/status");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
 }

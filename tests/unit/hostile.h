@@ -31,4 +31,18 @@ void expect_refuse(int fd, uint32_t code, const char *what);
 void hostile_refusals(const char *path, uint32_t nreducers, uint32_t nvectors,
 		      uint32_t busy_id, uint32_t free_id);
 
+/*
+ * @count hostile messages, each on its own connection and each carrying
+ * descriptors, cycling through every kind the mapper must drop: an empty
+ * message, every refusal of hostile_refusals(), a HELLO whose sender hangs
+ * up at once, and a message after a good WELCOME for @free_id.  Each
+ * connection is followed until the mapper ends it.  */
+#define HOSTILE_KINDS	15
+void hostile_flood(const char *path, uint32_t nreducers, uint32_t nvectors,
+		   uint32_t busy_id, uint32_t free_id, unsigned int count);
+
+/* This process's open descriptors and resident set, from /proc/self. */
+int open_fd_count(void);
+long rss_kib(void);
+
 #endif

@@ -3,40 +3,13 @@
  * No leak: 1000 reducer connect and disconnect cycles leave the mapper's fd
  * count where it started and its resident memory within 1 MiB of it.
  */
-#include <dirent.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "hostile.h"
 #include "sivshm.h"
 
 #define CYCLES	1000
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	T_ASSERT(d, "opendir");
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n - 1;	/* the directory's own fd */
-}
-
-static long rss_kib(void)
-{
-	char line[256];
-	long kib = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	T_ASSERT(f, "status");
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
 
 static void cycle(const char *path, uint32_t id, struct sivshm *mapper)
 {
@@ -71,11 +44,11 @@ int main(void)
 	/* Warm up: first-time allocations are not leaks. */
 	for (uint32_t i = 0; i < 20; i++)
 		cycle(path, 1 + i % 7, mapper);
-	fds0 = count_fds();
+	fds0 = open_fd_count();
 	rss0 = rss_kib();
 	for (uint32_t i = 0; i < CYCLES; i++)
 		cycle(path, 1 + i % 7, mapper);
-	fds1 = count_fds();
+	fds1 = open_fd_count();
 	rss1 = rss_kib();
 	printf("after %d cycles: fds %d -> %d, RSS %ld -> %ld KiB\n", CYCLES,
 	       fds0, fds1, rss0, rss1);

@@ -2,6 +2,7 @@
 the sivshm device, with sivshm.ko and the static charcount programs."""
 
 import os
+import time
 
 from vmtest import Guest, Running, builddir, check, logdir
 
@@ -46,11 +47,30 @@ class Service:
                      qemu_args=self.device(vm_id) + kw.pop("qemu_args", []),
                      **kw)
 
-    def start(self, mapper, reducers):
-        """Boot the mapper, then the reducers; returns the Running list."""
-        runs = [Running(mapper, self.d)]
+    def start(self, mapper, reducers, qmp=False):
+        """Boot the mapper, then the reducers; returns the Running list.
+        With qmp, the mapper's QEMU has a QMP monitor."""
+        runs = [Running(mapper, self.d, qmp=qmp)]
         runs += [Running(r, self.d) for r in reducers]
         return runs
+
+
+def wait_console(run, text, timeout=300):
+    """Wait until @text shows on @run's serial console."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(run.console, errors="replace") as f:
+            if text in f.read():
+                return
+        if run.proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    check(False, "%s never printed %r" % (run.guest.name, text))
+
+
+def qemu_fds(pid):
+    """How many descriptors a QEMU process has open."""
+    return len(os.listdir("/proc/%d/fd" % pid))
 
 
 def pingpong_scripts(rounds, modes=("eventfd", "signal")):

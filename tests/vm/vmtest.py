@@ -27,10 +27,12 @@ Configuration comes from the environment, set by tests/runtests.py:
 """
 
 import atexit
+import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -483,10 +485,77 @@ def _terminated(signo, frame):
 signal.signal(signal.SIGTERM, _terminated)
 
 
-class Running:
-    """A booted guest on the host."""
+class Qmp:
+    """A QMP client on a QEMU's unix socket: cmd() returns the answer of one
+    command (an exception for an error unless error_ok), events collects
+    what QEMU said in between."""
 
-    def __init__(self, guest, logdir, accel=None, qemu=None):
+    def __init__(self, path, timeout=30):
+        deadline = time.monotonic() + timeout
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        while True:
+            try:
+                self.sock.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise HarnessError("no QMP socket at " + path)
+                time.sleep(0.05)
+        self.sock.settimeout(timeout)
+        self.buf = b""
+        self.events = []
+        self._read()                            # the greeting
+        self.cmd("qmp_capabilities")
+
+    def _read(self):
+        while b"\n" not in self.buf:
+            data = self.sock.recv(65536)
+            if not data:
+                raise HarnessError("QEMU closed its QMP socket")
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def cmd(self, name, error_ok=False, **args):
+        msg = {"execute": name}
+        if args:
+            msg["arguments"] = args
+        self.sock.sendall(json.dumps(msg).encode() + b"\n")
+        while True:
+            r = self._read()
+            if "event" in r:
+                self.events.append(r)
+                continue
+            if "error" in r and not error_ok:
+                raise HarnessError("QMP %s: %s" % (name, r["error"]["desc"]))
+            return r
+
+    def wait_event(self, name, timeout=60, **data):
+        """Wait for event @name whose data has every item of @data."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, e in enumerate(self.events):
+                if e["event"] == name and all(
+                        e.get("data", {}).get(k) == v for k, v in data.items()):
+                    return self.events.pop(i)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HarnessError("no %s event in %d s" % (name, timeout))
+            self.sock.settimeout(left)
+            try:
+                self.events.append(self._read())
+            except socket.timeout:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+class Running:
+    """A booted guest on the host; with qmp=True, its QMP monitor is at
+    self.qmp_path (connect with Qmp(run.qmp_path))."""
+
+    def __init__(self, guest, logdir, accel=None, qemu=None, qmp=False):
         self.guest = guest
         self.logdir = logdir
         os.makedirs(logdir, exist_ok=True)
@@ -502,6 +571,11 @@ class Running:
         self.argv = guest.qemu_argv(qemu, guest.kernel.vmlinuz, self.initrd,
                                     self.channel,
                                     self.console, accel, FIRMWARE_DIRS)
+        self.qmp_path = None
+        if qmp:
+            self.qmp_path = os.path.join(logdir, guest.name + ".qmp")
+            self.argv += ["-qmp", "unix:%s,server=on,wait=off"
+                          % self.qmp_path]
         with open(os.path.join(logdir, guest.name + ".cmdline"), "w") as f:
             f.write(" ".join(self.argv) + "\n")
         self.stderr = open(os.path.join(logdir, guest.name + ".stderr"), "wb")

@@ -14,14 +14,29 @@
  *                                    reducer: wait until the mapper has posted
  *                                    a request in our mailbox, say so, and
  *                                    hang there (a reducer that dies mid-job)
+ *   sivshm-poke wait-peers MASK TIMEOUT_MS
+ *                                    wait until the connected peers are
+ *                                    exactly MASK (bit j for reducer j)
+ *   sivshm-poke unplug DEV CYCLES TIMEOUT_MS
+ *                                    CYCLES times: wait for DEV, open and map
+ *                                    it, block a read() in a child, print
+ *                                    "unplug-ready <n>", and once the device
+ *                                    is unplugged check what the open file
+ *                                    gives: -ENODEV from ioctl, mmap and the
+ *                                    blocked read, EPOLLHUP, and SIGBUS from
+ *                                    the old mapping
  *
  * The markers are "SIVSHM-MARKER-slot<j>" at four offsets of slot j.
  */
 #include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +138,100 @@ static int wait_request(int timeout_ms)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+static int wait_peers(uint64_t mask, int timeout_ms)
+{
+	struct sivshm_dev_info info;
+	int fd = open("/dev/sivshm0", O_RDWR);
+
+	VM_ASSERT_ERRNO(fd >= 0, "/dev/sivshm0");
+	for (int t = 0;; t += 10) {
+		VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
+		if (info.peers == mask)
+			break;
+		VM_ASSERT(t < timeout_ms, "peers %#llx, never %#llx",
+			  (unsigned long long)info.peers,
+			  (unsigned long long)mask);
+		usleep(10000);
+	}
+	printf("peers %#llx\n", (unsigned long long)mask);
+	close(fd);
+	return 0;
+}
+
+static sigjmp_buf bus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_jmp, 1);
+}
+
+/* Whether touching @p raises SIGBUS. */
+static int sigbus_on(volatile uint8_t *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int bus = 0;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(bus_jmp, 1))
+		bus = 1;
+	else
+		(void)*p;
+	sigaction(SIGBUS, &old, NULL);
+	return bus;
+}
+
+static void unplug_once(const char *dev, int n, int timeout_ms)
+{
+	struct sivshm_dev_info info;
+	struct pollfd pfd;
+	uint8_t *mem;
+	pid_t reader;
+	int fd, t, status;
+	uint64_t count;
+
+	for (t = 0; (fd = open(dev, O_RDWR)) < 0; t += 10) {
+		VM_ASSERT(t < timeout_ms, "%s never came", dev);
+		usleep(10000);
+	}
+	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
+	mem = mmap(NULL, info.mappable, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	mem[0] = (uint8_t)n;
+	reader = fork();
+	VM_ASSERT_ERRNO(reader >= 0, "fork");
+	if (!reader) {	/* blocked in read() whenever no interrupt came */
+		while (read(fd, &count, sizeof(count)) == sizeof(count))
+			;
+		_exit(errno == ENODEV ? 0 : 1);
+	}
+	printf("unplug-ready %d\n", n);
+	fflush(stdout);
+
+	for (t = 0; ioctl(fd, SIVSHM_IOC_INFO, &info) == 0; t += 10) {
+		VM_ASSERT(t < timeout_ms, "%s was never unplugged", dev);
+		usleep(10000);
+	}
+	VM_ASSERT(errno == ENODEV, "INFO after unplug: %s", strerror(errno));
+	VM_ASSERT_ERRNO(waitpid(reader, &status, 0) == reader, "waitpid");
+	VM_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the blocked read did not end in ENODEV (status %#x)",
+		  status);
+	pfd = (struct pollfd) { .fd = fd, .events = POLLIN };
+	VM_ASSERT(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP),
+		  "poll after unplug: %#x", pfd.revents);
+	VM_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) ==
+		  MAP_FAILED && errno == ENODEV, "mmap after unplug");
+	VM_ASSERT(sigbus_on(mem), "the old mapping still reaches memory");
+	VM_ASSERT(sigbus_on(mem + info.mappable - 1), "its end does too");
+	munmap(mem, info.mappable);
+	close(fd);
+	printf("unplug %d: ENODEV from ioctl, read and mmap, POLLHUP, SIGBUS "
+	       "from the mapping\n", n);
+	fflush(stdout);
 }
 
 static int mark(void)
@@ -272,6 +381,13 @@ int main(int argc, char **argv)
 		return check_marks();
 	if (!strcmp(argv[1], "wait-request") && argc == 3)
 		return wait_request(atoi(argv[2]));
+	if (!strcmp(argv[1], "wait-peers") && argc == 4)
+		return wait_peers(strtoull(argv[2], NULL, 0), atoi(argv[3]));
+	if (!strcmp(argv[1], "unplug") && argc == 5) {
+		for (int n = 1; n <= atoi(argv[3]); n++)
+			unplug_once(argv[2], n, atoi(argv[4]));
+		return 0;
+	}
 	if (!strcmp(argv[1], "fuzz") && argc == 4)
 		return fuzz(atoi(argv[2]), strtoul(argv[3], NULL, 0));
 	VM_ASSERT(0, "unknown command %s", argv[1]);

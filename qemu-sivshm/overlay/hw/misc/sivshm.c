@@ -30,6 +30,7 @@
 #include "hw/qdev-properties.h"
 #include "qom/object.h"
 #include "sysemu/kvm.h"
+#include "migration/blocker.h"
 #include "trace.h"
 
 #include "sivshm-lib/client.h"
@@ -59,6 +60,7 @@ struct SivshmState {
     MemoryRegion mmio;
     MemoryRegion bar1;
     MemoryRegion slot_mr[SIVSHM_MAX_REDUCERS + 1];
+    uint32_t nslots;            /* slot_mr[0..nslots) are in bar1 */
 
     /* properties */
     char *shm_id;
@@ -85,10 +87,13 @@ struct SivshmState {
     /* Under KVM, with MSI-X enabled: the doorbell vectors' routes. */
     SivshmVector vec[SIVSHM_MAX_VECTORS];
     bool irqfd_notifiers;
+    Error *migration_blocker;
 
-    /* mapper */
+    /* mapper; realize sets each flag once that part is done */
     struct sivshm_region region;
+    bool region_open;
     struct proto_server srv;
+    bool server_init;
     int watched[PROTO_MAX_POLLFDS];
     unsigned int nwatched;
     QEMUTimer *hello_timer;
@@ -101,12 +106,6 @@ struct SivshmState {
     int rejoin_ms;              /* the next retry's delay */
     bool rejoin_warned;
 };
-
-/* A reducer whose mapper left tries again after 50 ms, backing off to 1 s. */
-#define SIVSHM_REJOIN_MIN_MS 50
-#define SIVSHM_REJOIN_MAX_MS 1000
-/* How long it waits for the answer to a HELLO. */
-#define SIVSHM_REJOIN_ANSWER_MS 2000
 
 static bool sivshm_is_mapper(SivshmState *s)
 {
@@ -531,6 +530,7 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
                          s->shm_id);
         return;
     }
+    s->region_open = true;
 
     memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
                        pow2ceil(s->geo.region_size));
@@ -553,6 +553,7 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
         memory_region_add_subregion(&s->bar1,
                                     sivshm_slot_offset(&s->geo, j),
                                     &s->slot_mr[j]);
+        s->nslots++;
     }
 
     err = proto_server_init(&s->srv, &s->geo, s->nvectors, s->region.fd);
@@ -560,6 +561,7 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
         error_setg_errno(errp, -err, "sivshm: cannot create eventfds");
         return;
     }
+    s->server_init = true;
     s->srv.peer_changed = sivshm_peer_changed;
     s->srv.log = sivshm_server_log;
     s->srv.opaque = s;
@@ -606,7 +608,7 @@ static void sivshm_rejoin_later(SivshmState *s)
 {
     timer_mod(s->rejoin_timer,
               qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + s->rejoin_ms);
-    s->rejoin_ms = MIN(s->rejoin_ms * 2, SIVSHM_REJOIN_MAX_MS);
+    s->rejoin_ms = MIN(s->rejoin_ms * 2, PROTO_REJOIN_MAX_MS);
 }
 
 static void sivshm_reducer_gone(void *opaque)
@@ -620,7 +622,7 @@ static void sivshm_reducer_gone(void *opaque)
     sivshm_reducer_unbind(s);
     s->peers = 0;
     sivshm_peer_event(s);
-    s->rejoin_ms = SIVSHM_REJOIN_MIN_MS;
+    s->rejoin_ms = PROTO_REJOIN_MIN_MS;
     s->rejoin_warned = false;
     sivshm_rejoin_later(s);
 }
@@ -699,7 +701,7 @@ static void sivshm_rejoin_try(void *opaque)
     }
     qemu_set_fd_handler(s->sock, sivshm_rejoin_answer, NULL, s);
     timer_mod(s->rejoin_timer,
-              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + SIVSHM_REJOIN_ANSWER_MS);
+              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + PROTO_REJOIN_ANSWER_MS);
 }
 
 static void sivshm_reducer_realize(SivshmState *s, Error **errp)
@@ -726,7 +728,7 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
             error_setg_errno(errp, errno, "sivshm: eventfd");
             return;
         }
-        sivshm_init_in(s, 0, v, own[v]);
+        sivshm_init_in(s, 0, v, own[v]);    /* teardown closes it */
     }
 
     s->sock = proto_client_join(s->socket_path, s->id, s->nvectors, own,
@@ -762,6 +764,7 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
         return;
     }
     memory_region_add_subregion(&s->bar1, 0, &s->slot_mr[0]);
+    s->nslots = 1;
 
     sivshm_bind_out(s, 0, fds + 1);
     for (uint32_t v = 0; v < s->nvectors; v++) {
@@ -770,6 +773,81 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
     s->peers = 1;
     s->rejoin_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_rejoin_try, s);
     qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
+}
+
+/* A slot in bar1 holds a reference on us: take them out, or we never go. */
+static void sivshm_del_slots(SivshmState *s)
+{
+    memory_region_transaction_begin();
+    while (s->nslots) {
+        memory_region_del_subregion(&s->bar1, &s->slot_mr[--s->nslots]);
+    }
+    memory_region_transaction_commit();
+}
+
+/*
+ * Undo whatever realize did, in reverse order: on a realize that failed
+ * halfway as on unplug.  Memory regions are the object's children and go
+ * with it once nothing else holds it.
+ */
+static void sivshm_teardown(SivshmState *s)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    sivshm_irqfd_off(s);
+    if (msix_present(pdev)) {
+        msix_uninit_exclusive_bar(pdev);
+    }
+    if (sivshm_is_mapper(s)) {
+        for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
+            sivshm_unbind_out(s, j);
+        }
+        for (unsigned int i = 0; i < s->nwatched; i++) {
+            qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
+        }
+        s->nwatched = 0;
+        if (s->hello_timer) {
+            timer_free(s->hello_timer);
+            s->hello_timer = NULL;
+        }
+        if (s->server_init) {
+            for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
+                for (uint32_t v = 0; v < s->nvectors; v++) {
+                    sivshm_watch_in(s, j, v, false);
+                }
+            }
+            proto_server_fini(&s->srv);     /* closes their fds */
+            s->server_init = false;
+        }
+        sivshm_del_slots(s);
+        if (s->region_open) {
+            sivshm_region_close(&s->region, s->shm_id, s->dir, 0);
+            s->region_open = false;
+        }
+    } else {
+        sivshm_del_slots(s);
+        if (s->rejoin_timer) {
+            timer_free(s->rejoin_timer);
+            s->rejoin_timer = NULL;
+        }
+        sivshm_reducer_close(s);
+        sivshm_reducer_unbind(s);
+        for (uint32_t v = 0; v < s->nvectors; v++) {
+            SivshmIn *in = &s->in[0][v];
+
+            if (in->s) {
+                qemu_set_fd_handler(event_notifier_get_fd(&in->n), NULL,
+                                    NULL, NULL);
+                event_notifier_cleanup(&in->n);
+                in->s = NULL;
+            }
+        }
+    }
+    if (s->migration_blocker) {
+        migrate_del_blocker(s->migration_blocker);
+        error_free(s->migration_blocker);
+        s->migration_blocker = NULL;
+    }
 }
 
 static void sivshm_realize(PCIDevice *pdev, Error **errp)
@@ -791,6 +869,15 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
     }
     pdev->config[PCI_INTERRUPT_PIN] = 1;
 
+    /* Like ivshmem: the peers' memory and eventfds do not travel. */
+    error_setg(&s->migration_blocker, "sivshm: the shared region and the "
+               "peers' eventfds belong to this host and cannot be migrated");
+    if (migrate_add_blocker(s->migration_blocker, errp) < 0) {
+        error_free(s->migration_blocker);
+        s->migration_blocker = NULL;
+        return;
+    }
+
     memory_region_init_io(&s->mmio, OBJECT(s), &sivshm_mmio_ops, s,
                           "sivshm.mmio", SIVSHM_BAR0_SIZE);
     if (sivshm_is_mapper(s)) {
@@ -799,8 +886,7 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
         sivshm_reducer_realize(s, &local_err);
     }
     if (local_err) {
-        error_propagate(errp, local_err);
-        return;
+        goto fail;
     }
 
     pci_register_bar(pdev, SIVSHM_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
@@ -811,57 +897,23 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
     if (s->msix) {
         /* One vector per doorbell vector, one for peer changes. */
         if (msix_init_exclusive_bar(pdev, s->nvectors + 1, SIVSHM_BAR_MSIX,
-                                    errp)) {
-            return;
+                                    &local_err)) {
+            goto fail;
         }
         for (uint32_t v = 0; v <= s->nvectors; v++) {
             msix_vector_use(pdev, v);
         }
     }
+    return;
+
+fail:
+    sivshm_teardown(s);
+    error_propagate(errp, local_err);
 }
 
 static void sivshm_exit(PCIDevice *pdev)
 {
-    SivshmState *s = SIVSHM(pdev);
-
-    sivshm_irqfd_off(s);
-    if (s->msix && msix_present(pdev)) {
-        msix_uninit_exclusive_bar(pdev);
-    }
-    if (sivshm_is_mapper(s)) {
-        for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
-            sivshm_unbind_out(s, j);
-        }
-        for (unsigned int i = 0; i < s->nwatched; i++) {
-            qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
-        }
-        for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
-            for (uint32_t v = 0; v < s->nvectors; v++) {
-                if (s->srv.peer[j].in_fd[v] >= 0) {
-                    sivshm_watch_in(s, j, v, false);
-                }
-            }
-        }
-        if (s->hello_timer) {
-            timer_free(s->hello_timer);
-        }
-        proto_server_fini(&s->srv);
-        sivshm_region_close(&s->region, s->shm_id, s->dir, 0);
-    } else {
-        if (s->rejoin_timer) {
-            timer_free(s->rejoin_timer);
-        }
-        sivshm_reducer_close(s);
-        sivshm_reducer_unbind(s);
-        for (uint32_t v = 0; v < s->nvectors; v++) {
-            int fd = event_notifier_get_fd(&s->in[0][v].n);
-
-            if (s->in[0][v].s && fd >= 0) {
-                qemu_set_fd_handler(fd, NULL, NULL, NULL);
-                close(fd);
-            }
-        }
-    }
+    sivshm_teardown(SIVSHM(pdev));
 }
 
 static void sivshm_reset(DeviceState *dev)
