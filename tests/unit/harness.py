@@ -91,6 +91,23 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(r.outcome, "fail")
 
 
+class Describe(unittest.TestCase):
+    """A failed guest's description names the guest's own assertion."""
+
+    def test_assertion_file_and_line(self):
+        out = (b"working\nASSERT sivshm-poke.c:120: t < timeout_ms: never"
+               b"\nASSERT later.c:1: x\n")
+        r = Result("t", channel(("out", out), ("exit", b"1")), b"", False, 0)
+        self.assertEqual(r.outcome, "fail")
+        self.assertIn("exit status 1: ASSERT sivshm-poke.c:120: t < "
+                      "timeout_ms: never", r.describe())
+        self.assertNotIn("later.c", r.describe())
+
+    def test_no_assertion(self):
+        r = Result("t", channel(("out", b"x"), ("exit", b"2")), b"", False, 0)
+        self.assertTrue(r.describe().endswith("(exit status 2)"))
+
+
 class Killed(unittest.TestCase):
     """A guest KVM refused to run (KVM_RUN failed) is killed, not lost."""
     STDERR = b"error: kvm run failed Input/output error\nRAX=0 RBX=0\n"

@@ -244,6 +244,11 @@ class Result:
             why = "kernel splat: %s" % self.splats[0]
         else:
             why = "exit status %d" % self.status
+            # A guest program's VM_ASSERT says where: keep its first one.
+            asserted = re.search(r"^ASSERT \S+:\d+: .*$", self.text(),
+                                 re.M)
+            if asserted:
+                why += ": " + asserted.group(0)
         return "%s: %s (%s)" % (self.name, self.outcome, why)
 
     def text(self):
