@@ -26,6 +26,10 @@ class Service:
         self.name = name
         self.shm = "%s-%d" % (name, os.getpid())
         self.sock = os.path.join(self.d, name + ".sock")
+        # A mapper leaves its socket file: one from an earlier run would
+        # pass for this run's mapper listening.
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
         self.nreducers = nreducers
         self.size = size
         self.vectors = vectors
@@ -59,9 +63,12 @@ def wait_console(run, text, timeout=300):
     """Wait until @text shows on @run's serial console."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with open(run.console, errors="replace") as f:
-            if text in f.read():
-                return
+        try:
+            with open(run.console, errors="replace") as f:
+                if text in f.read():
+                    return
+        except FileNotFoundError:
+            pass                        # QEMU has not opened it yet
         if run.proc.poll() is not None:
             break
         time.sleep(0.1)

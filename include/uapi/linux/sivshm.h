@@ -8,6 +8,11 @@
  * within info.mappable.  read() returns the number of interrupts (__u64)
  * received since the last read() on this file, blocking until there is at
  * least one (or -EAGAIN with O_NONBLOCK); poll() reports POLLIN then.
+ *
+ * Once the device is removed (unplugged, unbound, the driver unloaded), a
+ * file still open gets -ENODEV from ioctl(), mmap() and read() (a blocked
+ * read() returns it), EPOLLHUP|EPOLLERR from poll(), and SIGBUS from any
+ * mapping it made: the mappings are zapped on remove.
  */
 #ifndef _UAPI_LINUX_SIVSHM_H
 #define _UAPI_LINUX_SIVSHM_H
