@@ -4,11 +4,17 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "region.h"
+
+#ifndef MFD_HUGE_SHIFT
+#define MFD_HUGE_SHIFT	26	/* <linux/memfd.h>, which clashes with glibc's */
+#endif
 
 static int slot_path(char *buf, size_t len, const char *dir, const char *name,
 		     uint32_t j)
@@ -18,14 +24,36 @@ static int slot_path(char *buf, size_t len, const char *dir, const char *name,
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * The memfd flags for slots like the files of @dir: huge pages of its size
+ * on hugetlbfs, normal pages otherwise (or with no @dir).
+ */
+static int memfd_flags(const char *dir, unsigned int *flags)
+{
+	struct statfs fs;
+	unsigned int shift = 0;
+
+	*flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	if (!dir)
+		return 0;
+	if (statfs(dir, &fs) < 0)
+		return -errno;
+	if (fs.f_type != HUGETLBFS_MAGIC)
+		return 0;
+	while (shift < 63 && (1ULL << shift) < (unsigned long long)fs.f_bsize)
+		shift++;
+	*flags |= MFD_HUGETLB | shift << MFD_HUGE_SHIFT;
+	return 0;
+}
+
 static int slot_memfd(const struct sivshm_geometry *geo, const char *name,
-		      uint32_t j)
+		      uint32_t j, unsigned int flags)
 {
 	char label[64];
 	int fd, err;
 
 	snprintf(label, sizeof(label), "sivshm-%s-%u", name, j);
-	fd = memfd_create(label, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	fd = memfd_create(label, flags);
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, geo->slice_size) < 0 ||
@@ -38,8 +66,7 @@ static int slot_memfd(const struct sivshm_geometry *geo, const char *name,
 	return fd;
 }
 
-static int slot_file(const struct sivshm_geometry *geo, const char *path,
-		     int persist)
+static int slot_file(const struct sivshm_geometry *geo, const char *path)
 {
 	struct stat st;
 	int fd, err;
@@ -64,8 +91,6 @@ static int slot_file(const struct sivshm_geometry *geo, const char *path,
 		err = -EINVAL;
 		goto err_close;
 	}
-	if (!persist)
-		unlink(path);
 	return fd;
 
 err_close:
@@ -78,6 +103,7 @@ int sivshm_region_open(struct sivshm_region *rg,
 		       const char *dir, int persist)
 {
 	char path[PATH_MAX];
+	unsigned int flags;
 	uint32_t j;
 	int err;
 
@@ -85,16 +111,21 @@ int sivshm_region_open(struct sivshm_region *rg,
 	for (j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
 		rg->fd[j] = -1;
 	rg->geo = *geo;
-	if (!name || !*name || strchr(name, '/'))
+	if (!name || !*name || strchr(name, '/') || (persist && !dir))
 		return -EINVAL;
 
+	if (!persist) {
+		err = memfd_flags(dir, &flags);
+		if (err)
+			return err;
+	}
 	for (j = 0; j <= geo->nreducers; j++) {
-		if (dir) {
+		if (persist) {
 			err = slot_path(path, sizeof(path), dir, name, j);
 			if (!err)
-				err = slot_file(geo, path, persist);
+				err = slot_file(geo, path);
 		} else {
-			err = slot_memfd(geo, name, j);
+			err = slot_memfd(geo, name, j, flags);
 		}
 		if (err < 0)
 			goto err_close;

@@ -20,12 +20,13 @@ struct sivshm_region {
 /*
  * Create or reattach the slot fds of region @name.
  *
- * With @dir NULL each slot is a memfd sealed against shrink, grow and further
- * sealing: a reducer cannot truncate it under the mapper.  With @dir (tmpfs
- * or hugetlbfs) each slot is the file @dir/@name.slot<j>; if @persist, the
- * files stay after the mapper exits and a restarted mapper reattaches them
- * (their size must match the geometry), otherwise they are unlinked at once.
- * Named files cannot be sealed.  Returns 0 or -errno.
+ * Unless @persist, each slot is a memfd sealed against shrink, grow and
+ * further sealing, so a reducer cannot truncate it under the mapper; @dir,
+ * if given, only chooses its pages (huge pages of its size on hugetlbfs).
+ * With @persist, each slot is the named file @dir/@name.slot<j>, which stays
+ * after the mapper exits so that a restarted mapper reattaches it (its size
+ * must match the geometry).  Named files cannot be sealed: in that mode a
+ * reducer holding its slot's fd can still truncate it.  Returns 0 or -errno.
  */
 int sivshm_region_open(struct sivshm_region *rg,
 		       const struct sivshm_geometry *geo, const char *name,

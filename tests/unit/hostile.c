@@ -175,7 +175,12 @@ static void until_hangup(int fd, const char *what)
 	close(fd);
 }
 
-/* Join as @id, then speak again: the mapper must drop the reducer. */
+#define SLOT_SEALS	(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/*
+ * Join as @id (the slot received must be sealed), then speak again: the
+ * mapper must drop the reducer.
+ */
 static void after_welcome(const char *path, uint32_t id, uint32_t nvec,
 			  int *efd, int empty)
 {
@@ -195,6 +200,11 @@ static void after_welcome(const char *path, uint32_t id, uint32_t nvec,
 	T_EQ(proto_decode(buf, n, nfds, &m, &why), 0);
 	T_ASSERT(m.type == PROTO_WELCOME, "reducer %u refused: %s", id,
 		 m.type == PROTO_REFUSE ? m.refuse.reason : "?");
+	/* The slot can be neither shrunk nor grown under the mapper. */
+	T_ASSERT((fcntl(fds[0], F_GET_SEALS) & SLOT_SEALS) == SLOT_SEALS,
+		 "the slot of %u is not sealed", id);
+	T_ASSERT(ftruncate(fds[0], 0) < 0 && errno == EPERM,
+		 "the slot of %u could be truncated", id);
 	proto_close_fds(fds, nfds);
 	raw_send(fd, buf, empty ? 0 : PROTO_HELLO_SIZE, efd, nvec);
 	until_hangup(fd, empty ? "empty message after WELCOME" :

@@ -35,7 +35,8 @@ void hostile_refusals(const char *path, uint32_t nreducers, uint32_t nvectors,
  * @count hostile messages, each on its own connection and each carrying
  * descriptors, cycling through every kind the mapper must drop: an empty
  * message, every refusal of hostile_refusals(), a HELLO whose sender hangs
- * up at once, and a message after a good WELCOME for @free_id.  Each
+ * up at once, and a message after a good WELCOME for @free_id (whose slot
+ * must come sealed: the mapper must not run in its persistent mode).  Each
  * connection is followed until the mapper ends it.  */
 #define HOSTILE_KINDS	15
 void hostile_flood(const char *path, uint32_t nreducers, uint32_t nvectors,

@@ -56,6 +56,7 @@ static void mapper_side(void)
 	char path[108];
 	struct sivshm_mapper_opts opts = {
 		.socket_path = path, .name = "flood", .size = 4 << 20,
+		.dir = "/dev/shm",
 		.nreducers = 3, .nvectors = 2,
 	};
 	struct sivshm *mapper, *busy;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Truncation: the slot fd a reducer receives is sealed; ftruncate fails
- * either way, and the mapper, reading and writing the whole slot afterwards,
- * does not crash.
+ * Truncation: the slot fd a reducer receives is sealed, with no backing dir
+ * and with one (unlink=on: only the persistent mode uses named files);
+ * ftruncate fails either way, and the mapper, reading and writing the whole
+ * slot afterwards, does not crash.
  */
 #include <fcntl.h>
 #include <sys/eventfd.h>
@@ -12,12 +13,13 @@
 #include "client.h"
 #include "sivshm.h"
 
-int main(void)
+/* A mapper with @dir (NULL: none) hands out only sealed slots. */
+static void sealed(const char *dir)
 {
 	char path[108], reason[PROTO_REASON_LEN];
 	struct sivshm_mapper_opts opts = {
 		.socket_path = path, .name = "truncate", .size = 1 << 20,
-		.nreducers = 1, .nvectors = 1,
+		.nreducers = 1, .nvectors = 1, .dir = dir,
 	};
 	int efd, fds[PROTO_MAX_FDS], sock, seals;
 	struct proto_msg w;
@@ -60,6 +62,18 @@ int main(void)
 	close(efd);
 	sivshm_close(mapper);
 	unlink(path);
-	puts("truncate: sealed; the mapper survived");
+	printf("truncate: %s%s: sealed; the mapper survived\n",
+	       dir ? "backing dir " : "memfds", dir ? dir : "");
+}
+
+int main(void)
+{
+	char dir[] = "/dev/shm/sivshm-test-trunc-XXXXXX";
+
+	sealed(NULL);
+	T_ASSERT(mkdtemp(dir), "mkdtemp");
+	sealed(dir);
+	/* Nothing was left in it: the slots were never named files. */
+	T_EQ(rmdir(dir), 0);
 	return 0;
 }

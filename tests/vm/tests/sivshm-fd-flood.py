@@ -3,7 +3,9 @@
 descriptors (tests/unit/hostile.c: an empty message, every malformed or
 unwelcome HELLO, a sender that hangs up at once, a message after a good
 WELCOME): QEMU's descriptor count is the same after as before, and the
-guest saw the hostile tool's reducer come and go."""
+guest saw the hostile tool's reducer come and go.  The mapper has a
+backing dir (unlink=on), and every slot it hands out is sealed against
+truncation all the same."""
 
 import os
 import subprocess
@@ -23,7 +25,8 @@ def rss_kib(pid):
 
 def test():
     poke = [builddir("tests", "vm", "guest", "sivshm-poke")]
-    svc = Service("flood", 3, size="8M", vectors=2)
+    # With a backing dir and unlink=on: the slots must still come sealed.
+    svc = Service("flood", 3, size="8M", vectors=2, extra=",dir=/dev/shm")
     # The guest sees the tool's reducer 1 arrive, then everyone gone.
     mapper = svc.guest(0, "echo guest-up\n"
                        "sivshm-poke wait-peers 0x2 300000\n"
