@@ -17,6 +17,12 @@
  *   sivshm-poke wait-peers MASK TIMEOUT_MS
  *                                    wait until the connected peers are
  *                                    exactly MASK (bit j for reducer j)
+ *   sivshm-poke wait-mapper TIMEOUT_MS
+ *                                    reducer started before its mapper: no
+ *                                    peer yet; block until an interrupt (the
+ *                                    peer change), then the mapper is there
+ *                                    and our slot takes "reducer <id> was
+ *                                    first" at its start
  *   sivshm-poke unplug DEV CYCLES TIMEOUT_MS
  *                                    CYCLES times: wait for DEV, open and map
  *                                    it, block a read() in a child, print
@@ -138,6 +144,34 @@ static int wait_request(int timeout_ms)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+static int wait_mapper(int timeout_ms)
+{
+	struct sivshm_dev_info info;
+	struct pollfd pfd;
+	uint64_t count;
+	char *mem;
+	int fd = dev_open(&info);
+
+	VM_ASSERT(info.role == SIVSHM_ROLE_REDUCER, "not a reducer");
+	VM_ASSERT(!(info.peers & 1), "the mapper is there already");
+	pfd = (struct pollfd) { .fd = fd, .events = POLLIN };
+	VM_ASSERT(poll(&pfd, 1, timeout_ms) == 1, "no interrupt came");
+	VM_ASSERT_ERRNO(read(fd, &count, sizeof(count)) == sizeof(count),
+			"read");
+	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
+	VM_ASSERT(info.peers & 1, "an interrupt, but no mapper (peers %#llx)",
+		  (unsigned long long)info.peers);
+	mem = mmap(NULL, info.mappable, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   0);
+	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	snprintf(mem, 64, "reducer %u was first", info.id);
+	printf("the mapper came: %llu interrupt(s), peers %#llx\n",
+	       (unsigned long long)count, (unsigned long long)info.peers);
+	munmap(mem, info.mappable);
+	close(fd);
+	return 0;
 }
 
 static int wait_peers(uint64_t mask, int timeout_ms)
@@ -383,6 +417,8 @@ int main(int argc, char **argv)
 		return wait_request(atoi(argv[2]));
 	if (!strcmp(argv[1], "wait-peers") && argc == 4)
 		return wait_peers(strtoull(argv[2], NULL, 0), atoi(argv[3]));
+	if (!strcmp(argv[1], "wait-mapper") && argc == 3)
+		return wait_mapper(atoi(argv[2]));
 	if (!strcmp(argv[1], "unplug") && argc == 5) {
 		for (int n = 1; n <= atoi(argv[3]); n++)
 			unplug_once(argv[2], n, atoi(argv[4]));

@@ -5,7 +5,8 @@
  *
  *   sivshm-mapper SOCKET NREDUCERS NVECTORS BYTES
  *
- * Listens until its stdin closes; prints "listening" once it does.
+ * Listens until its stdin closes; prints "listening" once it does.  Then
+ * prints what each reducer's slot starts with, as "slot<j>: <text>".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (read(0, &c, 1) > 0)
 		;
+	for (uint32_t j = 1; j <= opts.nreducers; j++)
+		printf("slot%u: %.63s\n", j, (char *)sivshm_slot(mapper, j));
 	sivshm_close(mapper);
 	return 0;
 }

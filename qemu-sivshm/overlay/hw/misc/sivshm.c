@@ -627,10 +627,36 @@ static void sivshm_reducer_gone(void *opaque)
     sivshm_rejoin_later(s);
 }
 
+/* Put the slot @fd (ours on success) behind BAR1, and remember the file. */
+static bool sivshm_reducer_map_slot(SivshmState *s, int fd, Error **errp)
+{
+    Error *local_err = NULL;
+    struct stat st;
+
+    if (fstat(fd, &st) < 0) {
+        error_setg_errno(errp, errno, "sivshm: fstat of the slot");
+        return false;
+    }
+    memory_region_init_ram_from_fd(&s->slot_mr[0], OBJECT(s), "sivshm.slot",
+                                   s->geo.slice_size, RAM_SHARED, fd, 0,
+                                   &local_err);
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return false;
+    }
+    s->slot_dev = st.st_dev;
+    s->slot_ino = st.st_ino;
+    memory_region_add_subregion(&s->bar1, 0, &s->slot_mr[0]);
+    s->nslots = 1;
+    return true;
+}
+
 /*
- * The mapper answered our HELLO.  Only the same slot comes back: the
- * guest's BAR1 maps it, and a mapper that returns with other memory
- * (unlink=on, another size) is not this VM's to rejoin.
+ * The mapper answered our HELLO.  The first answer of a reducer that
+ * started on its own brings the slot, which must have the geometry that
+ * sized BAR1.  After that only the same slot may come back: the guest's
+ * BAR1 maps it, and a mapper that returns with other memory (unlink=on,
+ * another size) is not this VM's to rejoin.
  */
 static void sivshm_rejoin_answer(void *opaque)
 {
@@ -638,6 +664,8 @@ static void sivshm_rejoin_answer(void *opaque)
     char reason[PROTO_REASON_LEN];
     int fds[PROTO_MAX_FDS];
     struct proto_msg welcome;
+    Error *local_err = NULL;
+    bool first = !s->nslots;
     struct stat st;
     int err;
 
@@ -656,28 +684,47 @@ static void sivshm_rejoin_answer(void *opaque)
         return;
     }
     timer_del(s->rejoin_timer);
-    if (fstat(fds[0], &st) < 0 || st.st_dev != s->slot_dev ||
-        st.st_ino != s->slot_ino ||
-        welcome.welcome.slice_size != s->geo.slice_size ||
+    if (welcome.welcome.slice_size != s->geo.slice_size ||
         welcome.welcome.region_size != s->geo.region_size ||
-        welcome.welcome.nreducers != s->geo.nreducers) {
-        warn_report("sivshm: the mapper at %s came back with another "
-                    "region; reducer %u keeps its old slice, apart: restart "
-                    "this VM to join the new one", s->socket_path, s->id);
+        welcome.welcome.nreducers != s->geo.nreducers ||
+        (!first && (fstat(fds[0], &st) < 0 || st.st_dev != s->slot_dev ||
+                    st.st_ino != s->slot_ino))) {
+        if (first) {
+            warn_report("sivshm: the mapper at %s has %u reducers of %"
+                        PRIu64 " bytes, not the %u of %" PRIu64 " that "
+                        "reducer %u was given: it stays apart",
+                        s->socket_path, welcome.welcome.nreducers,
+                        (uint64_t)welcome.welcome.slice_size,
+                        s->geo.nreducers, s->geo.slice_size, s->id);
+        } else {
+            warn_report("sivshm: the mapper at %s came back with another "
+                        "region; reducer %u keeps its old slice, apart: "
+                        "restart this VM to join the new one",
+                        s->socket_path, s->id);
+        }
         proto_close_fds(fds, 1 + s->nvectors);
         sivshm_reducer_close(s);
         return;
     }
-    close(fds[0]);              /* BAR1 maps this file already */
+    if (first) {
+        if (!sivshm_reducer_map_slot(s, fds[0], &local_err)) {
+            warn_report_err(local_err);
+            proto_close_fds(fds, 1 + s->nvectors);
+            sivshm_reducer_close(s);
+            return;
+        }
+    } else {
+        close(fds[0]);          /* BAR1 maps this file already */
+    }
     sivshm_bind_out(s, 0, fds + 1);
     s->peers = 1;
     qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
-    info_report("sivshm: reducer %u rejoined the mapper at %s", s->id,
-                s->socket_path);
+    info_report("sivshm: reducer %u %s the mapper at %s", s->id,
+                first ? "joined" : "rejoined", s->socket_path);
     sivshm_peer_event(s);
 }
 
-/* Reducer, mapper gone: connect and say HELLO, without blocking. */
+/* Reducer, no mapper: connect and say HELLO, without blocking. */
 static void sivshm_rejoin_try(void *opaque)
 {
     SivshmState *s = opaque;
@@ -704,23 +751,36 @@ static void sivshm_rejoin_try(void *opaque)
               qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + PROTO_REJOIN_ANSWER_MS);
 }
 
+/*
+ * A reducer given the job's size and reducer count knows its slice before
+ * any mapper answers: realize sizes BAR1 and returns, and the device joins
+ * in the background, as it rejoins.  Without them, realize waits for the
+ * mapper's WELCOME (at most timeout ms) to learn the slice.
+ */
 static void sivshm_reducer_realize(SivshmState *s, Error **errp)
 {
     int own[SIVSHM_MAX_VECTORS], fds[PROTO_MAX_FDS];
     char reason[PROTO_REASON_LEN] = "";
     struct proto_msg welcome;
-    Error *local_err = NULL;
-    struct stat st;
+    bool background = s->size || s->nreducers;
 
     if (s->id > SIVSHM_MAX_REDUCERS) {
         error_setg(errp, "sivshm: id %u is above %u", s->id,
                    SIVSHM_MAX_REDUCERS);
         return;
     }
-    if (s->size || s->nreducers) {
-        error_setg(errp, "sivshm: size and reducers are the mapper's "
-                   "(vm-id=0) to set");
-        return;
+    if (background) {
+        if (sivshm_geometry_init(&s->geo, s->size, s->nreducers,
+                                 qemu_real_host_page_size())) {
+            error_setg(errp, "sivshm: %" PRIu64 " bytes cannot be cut into "
+                       "%u slices", s->size, s->nreducers + 1);
+            return;
+        }
+        if (s->id > s->geo.nreducers) {
+            error_setg(errp, "sivshm: id %u is above the %u reducers",
+                       s->id, s->geo.nreducers);
+            return;
+        }
     }
     for (uint32_t v = 0; v < s->nvectors; v++) {
         own[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -729,6 +789,19 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
             return;
         }
         sivshm_init_in(s, 0, v, own[v]);    /* teardown closes it */
+    }
+    s->rejoin_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_rejoin_try, s);
+
+    if (background) {
+        /* BAR1 holds our slice at 0, once the mapper has sent it. */
+        memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
+                           pow2ceil(s->geo.slice_size));
+        for (uint32_t v = 0; v < s->nvectors; v++) {
+            sivshm_watch_in(s, 0, v, true);
+        }
+        s->rejoin_ms = PROTO_REJOIN_MIN_MS;
+        timer_mod(s->rejoin_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
+        return;
     }
 
     s->sock = proto_client_join(s->socket_path, s->id, s->nvectors, own,
@@ -739,39 +812,25 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
                          "the mapper at %s within %u ms%s%s", s->id,
                          s->socket_path, s->timeout_ms,
                          *reason ? ": " : "", reason);
+        s->sock = -1;
         return;
     }
     s->geo.slice_size = welcome.welcome.slice_size;
     s->geo.region_size = welcome.welcome.region_size;
     s->geo.nreducers = welcome.welcome.nreducers;
-    if (fstat(fds[0], &st) < 0) {
-        error_setg_errno(errp, errno, "sivshm: fstat of the slot");
-        proto_close_fds(fds, 1 + s->nvectors);
-        return;
-    }
-    s->slot_dev = st.st_dev;
-    s->slot_ino = st.st_ino;
 
     /* BAR1 holds our slice at 0 and nothing behind the rest. */
     memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
                        pow2ceil(s->geo.slice_size));
-    memory_region_init_ram_from_fd(&s->slot_mr[0], OBJECT(s), "sivshm.slot",
-                                   s->geo.slice_size, RAM_SHARED, fds[0], 0,
-                                   &local_err);
-    if (local_err) {
+    if (!sivshm_reducer_map_slot(s, fds[0], errp)) {
         proto_close_fds(fds, 1 + s->nvectors);
-        error_propagate(errp, local_err);
         return;
     }
-    memory_region_add_subregion(&s->bar1, 0, &s->slot_mr[0]);
-    s->nslots = 1;
-
     sivshm_bind_out(s, 0, fds + 1);
     for (uint32_t v = 0; v < s->nvectors; v++) {
         sivshm_watch_in(s, 0, v, true);
     }
     s->peers = 1;
-    s->rejoin_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_rejoin_try, s);
     qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
 }
 
