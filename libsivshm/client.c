@@ -132,9 +132,31 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 					 reason, reason_len);
 }
 
+int proto_client_check_mapper(int sock, const struct proto_cred *want,
+			      char *reason, size_t reason_len)
+{
+	struct proto_cred got;
+	int err;
+
+	if (!want)
+		return 0;
+	err = proto_cred_get(sock, &got);
+	if (err) {
+		snprintf(reason, reason_len, "cannot read the mapper's "
+			 "credentials: %s", strerror(-err));
+		return -EACCES;
+	}
+	if (!proto_cred_allows(want, &got)) {
+		snprintf(reason, reason_len, "the mapper runs as uid %u gid %u",
+			 got.uid, got.gid);
+		return -EACCES;
+	}
+	return 0;
+}
+
 int proto_client_join(const char *path, uint32_t id, uint32_t nvectors,
-		      const int *efds, int timeout_ms,
-		      struct proto_msg *welcome, int *fds,
+		      const int *efds, const struct proto_cred *mapper,
+		      int timeout_ms, struct proto_msg *welcome, int *fds,
 		      char *reason, size_t reason_len)
 {
 	int64_t deadline = proto_now_ms() + timeout_ms;
@@ -147,6 +169,12 @@ int proto_client_join(const char *path, uint32_t id, uint32_t nvectors,
 		sock = proto_client_connect(path, left);
 		if (sock < 0)
 			return sock;
+		err = proto_client_check_mapper(sock, mapper, reason,
+						reason_len);
+		if (err) {
+			close(sock);
+			return err;
+		}
 		err = proto_client_hello(sock, id, nvectors, efds, left,
 					 welcome, fds, reason, reason_len);
 		if (!err)

@@ -60,14 +60,23 @@ int proto_client_recv_welcome(int sock, uint32_t id, uint32_t nvectors,
 			      char *reason, size_t reason_len);
 
 /*
- * Connect and say HELLO, as the two calls above, trying again while the
- * mapper is busy (too many handshakes at once) or hangs up before
- * answering, all within @timeout_ms.  Returns the socket (>= 0) with
- * @welcome and @fds filled, or -errno.
+ * Whether the mapper at the other end of @sock has credentials @want
+ * allows (NULL allows anyone): 0, or -EACCES with @reason said.  Checked
+ * before HELLO, so that a mapper we do not trust gets no eventfd.
+ */
+int proto_client_check_mapper(int sock, const struct proto_cred *want,
+			      char *reason, size_t reason_len);
+
+/*
+ * Connect, check the mapper's credentials against @mapper (NULL: any) and
+ * say HELLO, as the calls above, trying again while the mapper is busy
+ * (too many handshakes at once) or hangs up before answering, all within
+ * @timeout_ms.  Returns the socket (>= 0) with @welcome and @fds filled,
+ * or -errno.
  */
 int proto_client_join(const char *path, uint32_t id, uint32_t nvectors,
-		      const int *efds, int timeout_ms,
-		      struct proto_msg *welcome, int *fds,
+		      const int *efds, const struct proto_cred *mapper,
+		      int timeout_ms, struct proto_msg *welcome, int *fds,
 		      char *reason, size_t reason_len);
 
 #endif

@@ -43,6 +43,7 @@ enum proto_refusal {
 	PROTO_E_FDS = 5,	/* wrong number or kind of fds */
 	PROTO_E_VECTORS = 6,	/* vector count differs from the mapper's */
 	PROTO_E_BUSY = 7,	/* too many handshakes in progress */
+	PROTO_E_CRED = 8,	/* the peer's credentials may not take this id */
 };
 
 /* A decoded message, in host byte order. */
@@ -105,6 +106,38 @@ int proto_send(int sock, const struct proto_msg *msg, const int *fds);
  * SCM_RIGHTS.  Unless it returns a positive length, no fd is left open.
  */
 int proto_recv(int sock, uint8_t *buf, int *fds, unsigned int *nfds);
+
+/*
+ * Peer credentials, from SO_PEERCRED: who may take a reducer id (the
+ * mapper's check) or be the mapper (a reducer's).  PROTO_CRED_ANY in a
+ * field allows any value.
+ */
+#define PROTO_CRED_ANY		UINT32_MAX
+struct proto_cred {
+	uint32_t uid;
+	uint32_t gid;
+};
+
+/* The credentials of the process at the other end of @sock. */
+int proto_cred_get(int sock, struct proto_cred *got);
+
+/* Whether @got is allowed by @want. */
+int proto_cred_allows(const struct proto_cred *want,
+		      const struct proto_cred *got);
+
+/*
+ * Parse "UID:GID" (each a decimal number below PROTO_CRED_ANY, or "*")
+ * into @cred.  Returns 0 or -EINVAL.
+ */
+int proto_cred_parse(const char *text, struct proto_cred *cred);
+
+/*
+ * Parse "ID:UID:GID[;ID:UID:GID]..." into @allow[1..@nreducers] (ids
+ * not named keep what they had).  Each ID is 1..@nreducers and named at
+ * most once.  Returns 0, or -EINVAL with *@why set.
+ */
+int proto_creds_parse(const char *text, uint32_t nreducers,
+		      struct proto_cred *allow, const char **why);
 
 /* Whether @fd is an eventfd. */
 int proto_fd_is_eventfd(int fd);

@@ -48,6 +48,7 @@ int proto_server_init(struct proto_server *srv,
 	memset(srv, 0, sizeof(*srv));
 	srv->listen_fd = -1;
 	for (j = 0; j <= SIVSHM_MAX_REDUCERS; j++) {
+		srv->allow[j].uid = srv->allow[j].gid = PROTO_CRED_ANY;
 		srv->peer[j].conn = -1;
 		for (v = 0; v < SIVSHM_MAX_VECTORS; v++) {
 			srv->peer[j].in_fd[v] = -1;
@@ -167,11 +168,12 @@ static void pending_free(struct proto_pending *pend, int close_conn)
 }
 
 /* Check a HELLO against the mapper's state; returns a refusal code or 0. */
-static uint32_t hello_check(struct proto_server *srv,
+static uint32_t hello_check(struct proto_server *srv, int conn,
 			    const struct proto_msg *msg, const int *fds,
 			    const char **why)
 {
 	uint32_t id = msg->hello.id;
+	struct proto_cred cred;
 
 	if (msg->type != PROTO_HELLO) {
 		*why = "expected HELLO";
@@ -180,6 +182,12 @@ static uint32_t hello_check(struct proto_server *srv,
 	if (id == 0 || id > srv->geo.nreducers) {
 		*why = "reducer id out of range";
 		return PROTO_E_ID_RANGE;
+	}
+	/* Before anything is sent, and before the id's state is told. */
+	if (proto_cred_get(conn, &cred) ||
+	    !proto_cred_allows(&srv->allow[id], &cred)) {
+		*why = "these credentials may not take this id";
+		return PROTO_E_CRED;
 	}
 	if (srv->peer[id].conn >= 0) {
 		*why = "a reducer with this id is connected";
@@ -240,7 +248,7 @@ static void server_hello(struct proto_server *srv,
 	else if (err)
 		code = PROTO_E_MALFORMED;
 	else
-		code = hello_check(srv, &msg, fds, &why);
+		code = hello_check(srv, pend->conn, &msg, fds, &why);
 	if (code) {
 		proto_close_fds(fds, nfds);
 		server_refuse(srv, pend->conn, code, why);

@@ -48,6 +48,8 @@ struct proto_server {
 	int hello_timeout_ms;
 	const int *slot_fd;		/* nreducers + 1 fds, owned by the caller */
 	struct proto_peer peer[SIVSHM_MAX_REDUCERS + 1];	/* [0] unused */
+	/* Who may take reducer id j (SO_PEERCRED); PROTO_CRED_ANY by default. */
+	struct proto_cred allow[SIVSHM_MAX_REDUCERS + 1];
 	struct proto_pending pending[PROTO_MAX_PENDING];
 	/*
 	 * Called on a reducer's arrival (connected = 1) and departure.  On

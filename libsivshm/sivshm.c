@@ -113,8 +113,10 @@ int sivshm_mapper_open(struct sivshm **out,
 	int err;
 
 	if (!out || !opts || !opts->socket_path || !opts->name ||
-	    (opts->flags & ~(SIVSHM_MLOCK | SIVSHM_PERSIST)) ||
-	    ((opts->flags & SIVSHM_PERSIST) && !opts->dir))
+	    (opts->flags & ~(SIVSHM_MLOCK | SIVSHM_PERSIST |
+			     SIVSHM_CHECK_CREDS)) ||
+	    ((opts->flags & SIVSHM_PERSIST) && !opts->dir) ||
+	    ((opts->flags & SIVSHM_CHECK_CREDS) && !opts->creds))
 		return -EINVAL;
 	if (opts->nvectors < 1 || opts->nvectors > SIVSHM_MAX_VECTORS)
 		return -EINVAL;
@@ -163,6 +165,12 @@ int sivshm_mapper_open(struct sivshm **out,
 	sh->srv.log = server_log;
 	sh->srv.peer_changed = peer_changed;
 	sh->srv.opaque = sh;
+	if (opts->flags & SIVSHM_CHECK_CREDS) {
+		for (uint32_t j = 1; j <= sh->geo.nreducers; j++) {
+			sh->srv.allow[j].uid = opts->creds[j].uid;
+			sh->srv.allow[j].gid = opts->creds[j].gid;
+		}
+	}
 	err = proto_server_listen(&sh->srv, opts->socket_path);
 	if (err) {
 		sivshm_log("mapper: cannot listen on %s: %s", opts->socket_path,
@@ -198,6 +206,16 @@ int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
 			uint32_t id, uint32_t nvectors, uint32_t flags,
 			int timeout_ms)
 {
+	return sivshm_reducer_open_checked(out, socket_path, id, nvectors,
+					   flags, timeout_ms, NULL);
+}
+
+int sivshm_reducer_open_checked(struct sivshm **out, const char *socket_path,
+				uint32_t id, uint32_t nvectors, uint32_t flags,
+				int timeout_ms,
+				const struct sivshm_cred *mapper)
+{
+	struct proto_cred want;
 	int fds[PROTO_MAX_FDS];
 	struct proto_msg welcome;
 	char reason[PROTO_REASON_LEN] = "";
@@ -219,9 +237,13 @@ int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
 			goto err_fds;
 		}
 	}
+	if (mapper) {
+		want.uid = mapper->uid;
+		want.gid = mapper->gid;
+	}
 	sh->sock = proto_client_join(socket_path, id, nvectors, sh->own_fd,
-				     timeout_ms, &welcome, fds, reason,
-				     sizeof(reason));
+				     mapper ? &want : NULL, timeout_ms,
+				     &welcome, fds, reason, sizeof(reason));
 	if (sh->sock < 0) {
 		err = sh->sock;
 		sivshm_log("reducer %u: cannot join the mapper at %s: %s%s%s",

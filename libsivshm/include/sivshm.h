@@ -27,9 +27,20 @@ extern "C" {
 /* The largest region: 1 TiB. */
 #define SIVSHM_MAX_REGION	(1ULL << 40)
 
-/* Flags: SIVSHM_MLOCK for both roles, SIVSHM_PERSIST for the mapper only. */
+/*
+ * Flags: SIVSHM_MLOCK for both roles, SIVSHM_PERSIST and SIVSHM_CHECK_CREDS
+ * for the mapper only.
+ */
 #define SIVSHM_MLOCK		(1U << 0)	/* lock the memory (mlock) */
 #define SIVSHM_PERSIST		(1U << 1)	/* unlink=off: keep the slot files */
+#define SIVSHM_CHECK_CREDS	(1U << 2)	/* opts.creds say who may join */
+
+/* A uid and a gid; SIVSHM_ANY_ID in a field allows any value. */
+#define SIVSHM_ANY_ID		UINT32_MAX
+struct sivshm_cred {
+	uint32_t uid;
+	uint32_t gid;
+};
 
 struct sivshm;
 
@@ -41,6 +52,12 @@ struct sivshm_mapper_opts {
 	uint32_t nvectors;		/* interrupt vectors per peer, 1..16 */
 	uint32_t flags;
 	const char *dir;		/* tmpfs/hugetlbfs directory; NULL: memfds */
+	/*
+	 * Read only with SIVSHM_CHECK_CREDS: creds[j], for j = 1..nreducers
+	 * (creds[0] is not read), is who may take reducer id j, as the
+	 * connection's SO_PEERCRED says, checked before any descriptor is sent.
+	 */
+	const struct sivshm_cred *creds;
 };
 
 struct sivshm_info {
@@ -57,6 +74,14 @@ int sivshm_mapper_open(struct sivshm **out,
 int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
 			uint32_t id, uint32_t nvectors, uint32_t flags,
 			int timeout_ms);
+/*
+ * sivshm_reducer_open(), joining only a mapper whose credentials @mapper
+ * allows (NULL: any), checked before the HELLO carries our eventfds.
+ */
+int sivshm_reducer_open_checked(struct sivshm **out, const char *socket_path,
+				uint32_t id, uint32_t nvectors, uint32_t flags,
+				int timeout_ms,
+				const struct sivshm_cred *mapper);
 /*
  * Inside a VM: open the sivshm device @path (/dev/sivshmN), mapper or
  * reducer as the device says.  @flags: SIVSHM_MLOCK.

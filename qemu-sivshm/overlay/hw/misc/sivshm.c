@@ -73,6 +73,8 @@ struct SivshmState {
     bool unlink;
     bool msix;
     uint32_t timeout_ms;
+    char *creds;                /* mapper: who may take which id */
+    char *mapper_cred;          /* reducer: who may be the mapper */
 
     struct sivshm_geometry geo;
     uint32_t intr_mask;
@@ -99,6 +101,8 @@ struct SivshmState {
     QEMUTimer *hello_timer;
 
     /* reducer */
+    struct proto_cred mapper_want;
+    bool check_mapper;
     int sock;
     dev_t slot_dev;             /* the slot file we map, to know it again */
     ino_t slot_ino;
@@ -510,6 +514,10 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
                    "reducers");
         return;
     }
+    if (s->mapper_cred) {
+        error_setg(errp, "sivshm: mapper-cred is a reducer's to set");
+        return;
+    }
     err = sivshm_geometry_init(&s->geo, s->size, s->nreducers,
                                qemu_real_host_page_size());
     if (err) {
@@ -562,6 +570,15 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
         return;
     }
     s->server_init = true;
+    if (s->creds) {
+        const char *why;
+
+        if (proto_creds_parse(s->creds, s->geo.nreducers, s->srv.allow,
+                              &why)) {
+            error_setg(errp, "sivshm: creds=%s: %s", s->creds, why);
+            return;
+        }
+    }
     s->srv.peer_changed = sivshm_peer_changed;
     s->srv.log = sivshm_server_log;
     s->srv.opaque = s;
@@ -730,10 +747,24 @@ static void sivshm_rejoin_try(void *opaque)
     SivshmState *s = opaque;
     int own[SIVSHM_MAX_VECTORS];
 
+    char reason[PROTO_REASON_LEN];
+
     sivshm_reducer_close(s);    /* a HELLO that went unanswered */
     s->sock = proto_client_connect(s->socket_path, 0);
     if (s->sock < 0) {
         s->sock = -1;
+        sivshm_rejoin_later(s);
+        return;
+    }
+    if (proto_client_check_mapper(s->sock, s->check_mapper ? &s->mapper_want
+                                                           : NULL,
+                                  reason, sizeof(reason))) {
+        if (!s->rejoin_warned) {
+            warn_report("sivshm: reducer %u will not join the mapper at %s: "
+                        "%s", s->id, s->socket_path, reason);
+            s->rejoin_warned = true;
+        }
+        sivshm_reducer_close(s);
         sivshm_rejoin_later(s);
         return;
     }
@@ -768,6 +799,18 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
         error_setg(errp, "sivshm: id %u is above %u", s->id,
                    SIVSHM_MAX_REDUCERS);
         return;
+    }
+    if (s->creds) {
+        error_setg(errp, "sivshm: creds are the mapper's (vm-id=0) to set");
+        return;
+    }
+    if (s->mapper_cred) {
+        if (proto_cred_parse(s->mapper_cred, &s->mapper_want)) {
+            error_setg(errp, "sivshm: mapper-cred=%s is not UID:GID (each "
+                       "a number or *)", s->mapper_cred);
+            return;
+        }
+        s->check_mapper = true;
     }
     if (background) {
         if (sivshm_geometry_init(&s->geo, s->size, s->nreducers,
@@ -805,6 +848,7 @@ static void sivshm_reducer_realize(SivshmState *s, Error **errp)
     }
 
     s->sock = proto_client_join(s->socket_path, s->id, s->nvectors, own,
+                                s->check_mapper ? &s->mapper_want : NULL,
                                 s->timeout_ms, &welcome, fds, reason,
                                 sizeof(reason));
     if (s->sock < 0) {
@@ -996,6 +1040,8 @@ static Property sivshm_properties[] = {
     DEFINE_PROP_UINT32("vectors", SivshmState, nvectors, 1),
     DEFINE_PROP_BOOL("msix", SivshmState, msix, true),
     DEFINE_PROP_UINT32("timeout", SivshmState, timeout_ms, 10000),
+    DEFINE_PROP_STRING("creds", SivshmState, creds),
+    DEFINE_PROP_STRING("mapper-cred", SivshmState, mapper_cred),
     DEFINE_PROP_END_OF_LIST(),
 };
 
