@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The libsivshm handle, shared by its two backends: host processes
- * (sivshm.c, speaking the protocol itself) and guests (device.c, over the
- * sivshm driver's /dev/sivshmN).
+ * (host.c, speaking the protocol itself) and guests (device.c, over the
+ * sivshm driver's /dev/sivshmN), each reached only through its ops.
  */
 #ifndef SIVSHM_HANDLE_H
 #define SIVSHM_HANDLE_H
@@ -13,7 +13,26 @@
 #include "server.h"
 #include "sivshm.h"
 
+struct sivshm;
+
+/*
+ * A backend, chosen at open.  Arguments are checked before these are
+ * called: a vector is below nvectors, a slot id at most nreducers.
+ */
+struct sivshm_ops {
+	void (*close)(struct sivshm *sh);	/* all but the handle itself */
+	void *(*slot)(struct sivshm *sh, uint32_t id);
+	int (*peers)(struct sivshm *sh, uint64_t *bitmap);
+	int (*wait_peers)(struct sivshm *sh, uint64_t mask, int timeout_ms);
+	int (*notify)(struct sivshm *sh, uint32_t peer, uint32_t vector);
+	/* The fd that @peer rings for @vector, or -errno. */
+	int (*in_fd)(struct sivshm *sh, uint32_t peer, uint32_t vector);
+	/* A mapper here has one fd per vector: who rang is unknown. */
+	int merged;
+};
+
 struct sivshm {
+	const struct sivshm_ops *ops;
 	uint32_t id;
 	uint32_t flags;
 	uint32_t nvectors;
@@ -39,6 +58,7 @@ struct sivshm {
 	int dev_fd;
 	void *dev_mem;
 	uint64_t dev_len;
+	int peer_fd;			/* eventfd of the peer-change vector */
 
 	/* callback mode */
 	sivshm_callback cb;
@@ -47,13 +67,8 @@ struct sivshm {
 	int cb_stop;			/* eventfd; -1 when no thread runs */
 };
 
-struct sivshm *sivshm_handle_new(uint32_t id, uint32_t nvectors,
-				 uint32_t flags);
+struct sivshm *sivshm_handle_new(const struct sivshm_ops *ops, uint32_t id,
+				 uint32_t nvectors, uint32_t flags);
 void sivshm_handle_free(struct sivshm *sh);
-
-/* device.c */
-void sivshm_device_close(struct sivshm *sh);
-int sivshm_device_peers(struct sivshm *sh, uint64_t *bitmap);
-int sivshm_device_notify(struct sivshm *sh, uint32_t peer, uint32_t vector);
 
 #endif

@@ -1,286 +1,49 @@
 // SPDX-License-Identifier: MIT
 /*
- * libsivshm's host-process backend: the mapper and the reducers are
- * processes on one host, speaking the same protocol as the QEMU device.
+ * libsivshm's API over its two backends, each an ops table chosen at open:
+ * host processes speaking the protocol themselves (host.c) and guests
+ * over the sivshm driver (device.c).  What both share lives here: the
+ * handle, argument checks, waiting for interrupts and the callback thread.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
 #include "log.h"
 #include "handle.h"
 
-static void server_log(void *opaque, const char *fmt, va_list ap)
-{
-	(void)opaque;
-	sivshm_vlog(fmt, ap);
-}
-
-static void peer_changed(void *opaque, uint32_t id, int connected)
-{
-	struct sivshm *sh = opaque;
-
-	(void)id;
-	(void)connected;
-	pthread_cond_broadcast(&sh->peers_changed);	/* lock held by dispatch */
-}
-
-static void *server_thread(void *arg)
-{
-	struct sivshm *sh = arg;
-	struct pollfd pfd[PROTO_MAX_POLLFDS + 1];
-
-	for (;;) {
-		unsigned int n;
-		int timeout;
-
-		pthread_mutex_lock(&sh->lock);
-		n = proto_server_pollfds(&sh->srv, pfd);
-		timeout = proto_server_timeout(&sh->srv);
-		pthread_mutex_unlock(&sh->lock);
-		pfd[n] = (struct pollfd) { .fd = sh->server_stop, .events = POLLIN };
-		if (poll(pfd, n + 1, timeout) < 0 && errno != EINTR)
-			sivshm_log("mapper: poll: %s", strerror(errno));
-		if (pfd[n].revents)
-			break;
-		pthread_mutex_lock(&sh->lock);
-		proto_server_dispatch(&sh->srv, pfd, n);
-		pthread_mutex_unlock(&sh->lock);
-	}
-	return NULL;
-}
-
-struct sivshm *sivshm_handle_new(uint32_t id, uint32_t nvectors,
-				 uint32_t flags)
+struct sivshm *sivshm_handle_new(const struct sivshm_ops *ops, uint32_t id,
+				 uint32_t nvectors, uint32_t flags)
 {
 	struct sivshm *sh = calloc(1, sizeof(*sh));
+	pthread_condattr_t attr;
 
 	if (!sh)
 		return NULL;
+	sh->ops = ops;
 	sh->id = id;
 	sh->nvectors = nvectors;
 	sh->flags = flags;
 	sh->sock = -1;
 	sh->dev_fd = -1;
+	sh->peer_fd = -1;
 	sh->server_stop = -1;
 	sh->cb_stop = -1;
 	for (int v = 0; v < SIVSHM_MAX_VECTORS; v++)
 		sh->own_fd[v] = sh->mapper_fd[v] = -1;
 	for (int j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
 		sh->region.fd[j] = -1;
-	pthread_condattr_t attr;
-
 	pthread_mutex_init(&sh->lock, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&sh->peers_changed, &attr);
 	pthread_condattr_destroy(&attr);
 	return sh;
-}
-
-static void log_mlock_failure(uint64_t bytes, int err)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		sivshm_log("mlock of %llu bytes failed (%s): RLIMIT_MEMLOCK is "
-			   "%llu bytes; raise it (ulimit -l) or do not ask for "
-			   "SIVSHM_MLOCK", (unsigned long long)bytes,
-			   strerror(-err), (unsigned long long)rl.rlim_cur);
-	else
-		sivshm_log("mlock of %llu bytes failed (%s) under RLIMIT_MEMLOCK",
-			   (unsigned long long)bytes, strerror(-err));
-}
-
-int sivshm_mapper_open(struct sivshm **out,
-		       const struct sivshm_mapper_opts *opts)
-{
-	uint32_t page = getpagesize();
-	struct sivshm *sh;
-	struct statfs fs;
-	int err;
-
-	if (!out || !opts || !opts->socket_path || !opts->name ||
-	    (opts->flags & ~(SIVSHM_MLOCK | SIVSHM_PERSIST |
-			     SIVSHM_CHECK_CREDS)) ||
-	    ((opts->flags & SIVSHM_PERSIST) && !opts->dir) ||
-	    ((opts->flags & SIVSHM_CHECK_CREDS) && !opts->creds))
-		return -EINVAL;
-	if (opts->nvectors < 1 || opts->nvectors > SIVSHM_MAX_VECTORS)
-		return -EINVAL;
-	if (opts->dir) {
-		/* hugetlbfs reports its huge page size as the block size. */
-		if (statfs(opts->dir, &fs) < 0)
-			return -errno;
-		page = fs.f_bsize;
-	}
-	sh = sivshm_handle_new(SIVSHM_MAPPER, opts->nvectors, opts->flags);
-	if (!sh)
-		return -ENOMEM;
-	err = sivshm_geometry_init(&sh->geo, opts->size, opts->nreducers,
-				   page);
-	if (err) {
-		sivshm_log("mapper: %llu bytes for %u reducers is no geometry "
-			   "(at most %u reducers, %llu bytes, a page per slot)",
-			   (unsigned long long)opts->size, opts->nreducers,
-			   SIVSHM_MAX_REDUCERS,
-			   (unsigned long long)SIVSHM_MAX_REGION);
-		goto err_free;
-	}
-	sh->name = strdup(opts->name);
-	sh->dir = opts->dir ? strdup(opts->dir) : NULL;
-	if (!sh->name || (opts->dir && !sh->dir)) {
-		err = -ENOMEM;
-		goto err_free;
-	}
-	err = sivshm_region_open(&sh->region, &sh->geo, sh->name, sh->dir,
-				 !!(opts->flags & SIVSHM_PERSIST));
-	if (err) {
-		sivshm_log("mapper: cannot create the slots of %s: %s",
-			   sh->name, strerror(-err));
-		goto err_free;
-	}
-	err = sivshm_region_map(&sh->region, !!(opts->flags & SIVSHM_MLOCK));
-	if (err) {
-		if (opts->flags & SIVSHM_MLOCK)
-			log_mlock_failure(sh->geo.region_size, err);
-		goto err_region;
-	}
-	err = proto_server_init(&sh->srv, &sh->geo, opts->nvectors,
-				sh->region.fd);
-	if (err)
-		goto err_region;
-	sh->srv.log = server_log;
-	sh->srv.peer_changed = peer_changed;
-	sh->srv.opaque = sh;
-	if (opts->flags & SIVSHM_CHECK_CREDS) {
-		for (uint32_t j = 1; j <= sh->geo.nreducers; j++) {
-			sh->srv.allow[j].uid = opts->creds[j].uid;
-			sh->srv.allow[j].gid = opts->creds[j].gid;
-		}
-	}
-	err = proto_server_listen(&sh->srv, opts->socket_path);
-	if (err) {
-		sivshm_log("mapper: cannot listen on %s: %s", opts->socket_path,
-			   strerror(-err));
-		goto err_server;
-	}
-	sh->server_stop = eventfd(0, EFD_CLOEXEC);
-	if (sh->server_stop < 0) {
-		err = -errno;
-		goto err_server;
-	}
-	err = -pthread_create(&sh->server_thread, NULL, server_thread, sh);
-	if (err)
-		goto err_stop;
-	*out = sh;
-	return 0;
-
-err_stop:
-	close(sh->server_stop);
-	sh->server_stop = -1;
-err_server:
-	proto_server_fini(&sh->srv);
-err_region:
-	sivshm_region_close(&sh->region, sh->name, sh->dir, 0);
-err_free:
-	free(sh->name);
-	free(sh->dir);
-	free(sh);
-	return err;
-}
-
-int sivshm_reducer_open(struct sivshm **out, const char *socket_path,
-			uint32_t id, uint32_t nvectors, uint32_t flags,
-			int timeout_ms)
-{
-	return sivshm_reducer_open_checked(out, socket_path, id, nvectors,
-					   flags, timeout_ms, NULL);
-}
-
-int sivshm_reducer_open_checked(struct sivshm **out, const char *socket_path,
-				uint32_t id, uint32_t nvectors, uint32_t flags,
-				int timeout_ms,
-				const struct sivshm_cred *mapper)
-{
-	struct proto_cred want;
-	int fds[PROTO_MAX_FDS];
-	struct proto_msg welcome;
-	char reason[PROTO_REASON_LEN] = "";
-	struct sivshm *sh;
-	uint32_t v;
-	int err;
-
-	if (!out || !socket_path || id == SIVSHM_MAPPER ||
-	    id > SIVSHM_MAX_REDUCERS || nvectors < 1 ||
-	    nvectors > SIVSHM_MAX_VECTORS || (flags & ~SIVSHM_MLOCK))
-		return -EINVAL;
-	sh = sivshm_handle_new(id, nvectors, flags);
-	if (!sh)
-		return -ENOMEM;
-	for (v = 0; v < nvectors; v++) {
-		sh->own_fd[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (sh->own_fd[v] < 0) {
-			err = -errno;
-			goto err_fds;
-		}
-	}
-	if (mapper) {
-		want.uid = mapper->uid;
-		want.gid = mapper->gid;
-	}
-	sh->sock = proto_client_join(socket_path, id, nvectors, sh->own_fd,
-				     mapper ? &want : NULL, timeout_ms,
-				     &welcome, fds, reason, sizeof(reason));
-	if (sh->sock < 0) {
-		err = sh->sock;
-		sivshm_log("reducer %u: cannot join the mapper at %s: %s%s%s",
-			   id, socket_path, strerror(-err), *reason ? ": " : "",
-			   reason);
-		goto err_fds;
-	}
-	sh->geo.slice_size = welcome.welcome.slice_size;
-	sh->geo.region_size = welcome.welcome.region_size;
-	sh->geo.nreducers = welcome.welcome.nreducers;
-	sh->slot = mmap(NULL, sh->geo.slice_size, PROT_READ | PROT_WRITE,
-			MAP_SHARED, fds[0], 0);
-	err = sh->slot == MAP_FAILED ? -errno : 0;
-	close(fds[0]);		/* the mapping is all we keep of the slot */
-	for (v = 0; v < nvectors; v++)
-		sh->mapper_fd[v] = fds[1 + v];
-	if (err) {
-		sh->slot = NULL;
-		goto err_sock;
-	}
-	if ((flags & SIVSHM_MLOCK) && mlock(sh->slot, sh->geo.slice_size)) {
-		err = -errno;
-		log_mlock_failure(sh->geo.slice_size, err);
-		goto err_unmap;
-	}
-	*out = sh;
-	return 0;
-
-err_unmap:
-	munmap(sh->slot, sh->geo.slice_size);
-err_sock:
-	close(sh->sock);
-err_fds:
-	proto_close_fds(sh->own_fd, nvectors);
-	proto_close_fds(sh->mapper_fd, nvectors);
-	free(sh);
-	return err;
 }
 
 void sivshm_handle_free(struct sivshm *sh)
@@ -295,24 +58,7 @@ void sivshm_close(struct sivshm *sh)
 	if (!sh)
 		return;
 	sivshm_set_callback(sh, NULL, NULL);
-	if (sh->dev_fd >= 0) {
-		sivshm_device_close(sh);
-	} else if (sh->id == SIVSHM_MAPPER) {
-		uint64_t one = 1;
-
-		if (write(sh->server_stop, &one, sizeof(one)) == sizeof(one))
-			pthread_join(sh->server_thread, NULL);
-		close(sh->server_stop);
-		proto_server_fini(&sh->srv);
-		sivshm_region_close(&sh->region, sh->name, sh->dir, 0);
-		free(sh->name);
-		free(sh->dir);
-	} else {
-		munmap(sh->slot, sh->geo.slice_size);
-		close(sh->sock);
-		proto_close_fds(sh->own_fd, sh->nvectors);
-		proto_close_fds(sh->mapper_fd, sh->nvectors);
-	}
+	sh->ops->close(sh);
 	sivshm_handle_free(sh);
 }
 
@@ -335,127 +81,36 @@ void *sivshm_slot(struct sivshm *sh, uint32_t id)
 {
 	if (!sh || id > sh->geo.nreducers)
 		return NULL;
-	if (sh->id == SIVSHM_MAPPER)
-		return (uint8_t *)(sh->dev_fd >= 0 ? sh->dev_mem :
-				   sh->region.base) +
-		       sivshm_slot_offset(&sh->geo, id);
-	return id == sh->id ? sh->slot : NULL;
-}
-
-static int reducer_connected(struct sivshm *sh)
-{
-	struct pollfd pfd = { .fd = sh->sock, .events = POLLIN };
-
-	/* The mapper never sends after WELCOME: any event is its departure. */
-	return poll(&pfd, 1, 0) == 0;
+	return sh->ops->slot(sh, id);
 }
 
 int sivshm_peers(struct sivshm *sh, uint64_t *bitmap)
 {
 	if (!sh || !bitmap)
 		return -EINVAL;
-	if (sh->dev_fd >= 0)
-		return sivshm_device_peers(sh, bitmap);
-	if (sh->id != SIVSHM_MAPPER) {
-		*bitmap = reducer_connected(sh) ? 1 : 0;
-		return 0;
-	}
-	pthread_mutex_lock(&sh->lock);
-	*bitmap = proto_server_peers(&sh->srv);
-	pthread_mutex_unlock(&sh->lock);
-	return 0;
+	return sh->ops->peers(sh, bitmap);
 }
 
 int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 {
-	struct timespec ts;
-	int err = 0;
-
 	if (!sh)
 		return -EINVAL;
-	if (sh->dev_fd >= 0) {
-		int64_t deadline = proto_now_ms() + timeout_ms;
-		uint64_t peers;
-
-		for (;;) {
-			err = sivshm_device_peers(sh, &peers);
-			if (err || (peers & mask) == mask)
-				return err;
-			if (timeout_ms >= 0 && proto_now_ms() >= deadline)
-				return -ETIMEDOUT;
-			usleep(10000);
-		}
-	}
-	if (sh->id != SIVSHM_MAPPER)
-		return (mask & ~1ULL) ? -EINVAL :
-		       (!mask || reducer_connected(sh)) ? 0 : -ENOTCONN;
-	/* Only reducers 1..N can ever be connected. */
-	if (mask & ~(((1ULL << sh->geo.nreducers) - 1) << 1))
-		return -EINVAL;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&sh->lock);
-	while ((proto_server_peers(&sh->srv) & mask) != mask && !err) {
-		if (timeout_ms < 0)
-			err = pthread_cond_wait(&sh->peers_changed, &sh->lock);
-		else
-			err = pthread_cond_timedwait(&sh->peers_changed,
-						     &sh->lock, &ts);
-	}
-	pthread_mutex_unlock(&sh->lock);
-	return err == ETIMEDOUT ? -ETIMEDOUT : -err;
+	return sh->ops->wait_peers(sh, mask, timeout_ms);
 }
 
 int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	int fd, err;
-
 	if (!sh || vector >= sh->nvectors)
 		return -EINVAL;
-	if (sh->dev_fd >= 0)
-		return sivshm_device_notify(sh, peer, vector);
-	if (sh->id != SIVSHM_MAPPER)
-		return peer == SIVSHM_MAPPER ?
-		       proto_ring(sh->mapper_fd[vector]) : -EINVAL;
-	if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
-		return -EINVAL;
-	/*
-	 * Ring a private duplicate outside the lock: the server may close the
-	 * peer's fd meanwhile, and the peer's eventfd is not ours to trust.
-	 */
-	pthread_mutex_lock(&sh->lock);
-	fd = sh->srv.peer[peer].conn >= 0 ?
-	     fcntl(sh->srv.peer[peer].out_fd[vector], F_DUPFD_CLOEXEC, 0) :
-	     -ENOTCONN;
-	if (fd == -1)
-		fd = -errno;
-	pthread_mutex_unlock(&sh->lock);
-	if (fd < 0)
-		return fd;
-	err = proto_ring(fd);
-	close(fd);
-	return err;
+	return sh->ops->notify(sh, peer, vector);
 }
 
-/* The fd @peer rings for @vector; the mapper's are fixed for its lifetime. */
+/* The fd @peer rings for @vector; fixed for the handle's lifetime. */
 static int in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
 	if (vector >= sh->nvectors)
 		return -EINVAL;
-	if (sh->id == SIVSHM_MAPPER) {
-		if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
-			return -EINVAL;
-		/* The device merges the reducers' rings per vector. */
-		if (sh->dev_fd >= 0)
-			return sh->own_fd[vector];
-		return sh->srv.peer[peer].in_fd[vector];
-	}
-	return peer == SIVSHM_MAPPER ? sh->own_fd[vector] : -EINVAL;
+	return sh->ops->in_fd(sh, peer, vector);
 }
 
 int sivshm_eventfd(struct sivshm *sh, uint32_t peer, uint32_t vector)
@@ -470,7 +125,7 @@ static int wait_any(struct sivshm *sh, uint32_t vmask, int timeout_ms,
 	struct pollfd pfd[SIVSHM_MAX_REDUCERS * SIVSHM_MAX_VECTORS + 1];
 	uint32_t who[SIVSHM_MAX_REDUCERS * SIVSHM_MAX_VECTORS];
 	/* A guest mapper has one fd per vector: who rang is unknown. */
-	int merged = sh->id == SIVSHM_MAPPER && sh->dev_fd >= 0;
+	int merged = sh->ops->merged && sh->id == SIVSHM_MAPPER;
 	uint32_t first = sh->id == SIVSHM_MAPPER ? 1 : 0;
 	uint32_t last = sh->id == SIVSHM_MAPPER && !merged ?
 			sh->geo.nreducers : first;
