@@ -4,9 +4,10 @@
 # qemu-sivshm/patches/*.patch applied in order, configured as a minimal
 # x86_64-softmmu with only the devices of overlay/.../sivshm.mak.
 #
-# The libsivshm sources the device compiles (the handshake protocol, the
-# geometry, the region) are copied into hw/misc/sivshm-lib/: one
-# implementation, shared with the library.
+# The device compiles libsivshm/protocol/ (the handshake protocol, the
+# geometry, the region), the whole folder and nothing else of the library,
+# copied into hw/misc/sivshm-lib/: one implementation, shared with the
+# library, and a change to that folder is a change to the device.
 #
 # The result is cached outside the clone, under
 #   $SIVSHM_CACHE/qemu/<hash>/bin
@@ -37,9 +38,11 @@ version=$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' |
 [ -n "$version" ] ||
 	die "no source package for qemu: run scripts/setup.sh (adds the deb-src line)"
 
-lib=$here/../libsivshm
-shared="geometry.c geometry.h proto.c proto.h server.c server.h client.c
-	client.h region.c region.h include/sivshm.h ../include/sivshm-regs.h"
+# The device compiles libsivshm's protocol folder, all of it, and the two
+# headers it needs from outside it.
+lib=$here/../libsivshm/protocol
+shared="$(cd "$lib" && ls -- *.c *.h) ../include/sivshm.h
+	../../include/sivshm-regs.h"
 
 # Hash of this script, the QEMU version and the files in or under $@.
 key() {

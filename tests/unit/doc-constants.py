@@ -18,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 
-HEADERS = ["libsivshm/geometry.h", "libsivshm/proto.h", "libsivshm/server.h",
-           "libsivshm/client.h", "libsivshm/include/sivshm.h",
+HEADERS = ["libsivshm/protocol/geometry.h", "libsivshm/protocol/proto.h",
+           "libsivshm/protocol/server.h", "libsivshm/protocol/client.h",
+           "libsivshm/include/sivshm.h",
            "include/sivshm-regs.h", "include/pagetype-regs.h",
            "include/uapi/linux/kvm_pagetype.h"]
 DOCS = ["README.md", "docs/*.md", "libsivshm/man/*.[37]",
@@ -100,7 +101,7 @@ def values(src, names):
             f.write("\treturn 0;\n}\n")
         exe = os.path.join(d, "v")
         subprocess.run(["cc", "-D_GNU_SOURCE", "-I" + os.path.join(src, "include"),
-                        "-I" + os.path.join(src, "libsivshm"),
+                        "-I" + os.path.join(src, "libsivshm", "protocol"),
                         "-I" + os.path.join(src, "libsivshm", "include"),
                         "-o", exe, c], check=True)
         out = subprocess.run([exe], check=True, capture_output=True,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -220,6 +221,14 @@ int proto_refusal_errno(uint32_t code)
 		return EACCES;
 	}
 	return EBADMSG;
+}
+
+int64_t proto_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void proto_close_fds(int *fds, unsigned int nfds)

@@ -100,6 +100,5 @@ uint64_t proto_server_peers(const struct proto_server *srv);
 /* Close every connection and eventfd (not the slot fds, nor the socket file). */
 void proto_server_fini(struct proto_server *srv);
 
-int64_t proto_now_ms(void);
 
 #endif

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "server.h"
 
 int proto_client_connect(const char *path, int timeout_ms)
 {

@@ -19,14 +19,6 @@
 
 #include "server.h"
 
-int64_t proto_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void server_log(struct proto_server *srv, const char *fmt, ...)
 {
 	va_list ap;

@@ -144,4 +144,7 @@ int proto_fd_is_eventfd(int fd);
 
 void proto_close_fds(int *fds, unsigned int nfds);
 
+/* CLOCK_MONOTONIC in milliseconds: the handshake's deadlines. */
+int64_t proto_now_ms(void);
+
 #endif
