@@ -75,6 +75,18 @@ def wait_console(run, text, timeout=300):
     check(False, "%s never printed %r" % (run.guest.name, text))
 
 
+def mapper_up(svc, run, text="guest-up"):
+    """Wait until @run's QEMU listens on @svc's socket and its guest printed
+    @text: a QEMU's descriptors are counted only then, since the guest's
+    virtio drivers make it open more as they load."""
+    for _ in range(600):
+        if os.path.exists(svc.sock):
+            break
+        time.sleep(0.1)
+    check(os.path.exists(svc.sock), "the mapper QEMU is not listening")
+    wait_console(run, text)
+
+
 def qemu_fds(pid):
     """How many descriptors a QEMU process has open."""
     return len(os.listdir("/proc/%d/fd" % pid))

@@ -13,7 +13,7 @@ import sys
 import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Running, builddir, check, main
-from sivshm import Service, wait_console
+from sivshm import Service, mapper_up
 
 NOBODY = 65534
 
@@ -50,7 +50,7 @@ def test():
                        "sivshm-poke wait-peers 0x2 300000\n"
                        "sivshm-poke wait-peers 0x0 300000\n", programs=poke)
     run = svc.start(mapper, [])[0]
-    wait_console(run, "guest-up")
+    mapper_up(svc, run)
     os.chmod(svc.sock, 0o666)       # the socket's mode is not under test
     svc.extra = ""                  # the reducers' own properties
 

@@ -18,7 +18,7 @@ import sys
 import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Qmp, builddir, check, main
-from sivshm import MODULE, Service, qemu_fds, wait_console
+from sivshm import MODULE, Service, mapper_up, qemu_fds, wait_console
 
 ROUNDS = 20
 HOTPLUGS = 3
@@ -92,13 +92,7 @@ def test():
                        programs=poke)
     run = svc.start(mapper, [], qmp=True)[0]
     qmp = Qmp(run.qmp_path)
-    for _ in range(600):
-        if os.path.exists(svc.sock):
-            break
-        time.sleep(0.1)
-    check(os.path.exists(svc.sock), "the mapper QEMU is not listening")
-    # Counted once the guest is up: its drivers make QEMU open more.
-    wait_console(run, "guest-up")
+    mapper_up(svc, run)
     pid = run.proc.pid
     base = qemu_fds(pid)
 

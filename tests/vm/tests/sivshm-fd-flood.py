@@ -13,7 +13,7 @@ import sys
 import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
-from sivshm import Service, qemu_fds, wait_console
+from sivshm import Service, mapper_up, qemu_fds
 
 MESSAGES = 10000
 
@@ -32,13 +32,7 @@ def test():
                        "sivshm-poke wait-peers 0x2 300000\n"
                        "sivshm-poke wait-peers 0x0 300000\n", programs=poke)
     run = svc.start(mapper, [])[0]
-    for _ in range(600):
-        if os.path.exists(svc.sock):
-            break
-        time.sleep(0.1)
-    check(os.path.exists(svc.sock), "the mapper QEMU is not listening")
-    # Counted once the guest is up: its drivers make QEMU open more.
-    wait_console(run, "guest-up")
+    mapper_up(svc, run)
     pid = run.proc.pid
     before, rss0 = qemu_fds(pid), rss_kib(pid)
     t0 = time.monotonic()
