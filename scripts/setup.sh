@@ -35,6 +35,26 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
 
+# The 6.12 kernel the modules must also build and load on (Debian 12 users
+# get it from bookworm-backports; Debian 13 ships it).  Packages from it are
+# pinned low by apt itself: nothing is upgraded to it.
+bpofile=/etc/apt/sources.list.d/sivshm-kvm-backports.sources
+if ! apt-get indextargets --format '$(TARGET_OF) $(CODENAME)' 2>/dev/null |
+	grep -q '^deb bookworm-backports$'; then
+	mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
+		2>/dev/null | head -n 1)
+	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' \
+		/etc/apt/sources.list 2>/dev/null)
+	[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+	cat > "$bpofile" <<BPO
+Types: deb
+URIs: $mirror
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+BPO
+fi
+
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 
@@ -50,6 +70,8 @@ pkgs="$pkgs clang libclang-rt-14-dev"
 # linux-source for checkpatch.pl
 pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms openssl
 	linux-source-6.1"
+# modules for the 6.12 kernel: its kbuild adds BTF to every module (pahole)
+pkgs="$pkgs dwarves"
 
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $pkgs

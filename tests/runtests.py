@@ -139,6 +139,8 @@ def main():
         builddir, "qemu-sivshm", "out", "bin", "qemu-system-x86_64"))
     env.setdefault("SIVSHM_KERNEL", os.path.join(builddir, "tests", "vm",
                                                  "kernel"))
+    env.setdefault("SIVSHM_KERNEL_BACKPORTS", os.path.join(
+        builddir, "tests", "vm", "kernel-backports"))
     os.environ.update(env)
     if any(t[0] == "vm" for t in tests):
         env["SIVSHM_ACCEL"] = probe_accel(builddir)

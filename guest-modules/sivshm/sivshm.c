@@ -30,9 +30,31 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
 
 #include "sivshm-regs.h"
 #include "uapi/linux/sivshm.h"
+
+/*
+ * What differs between the kernels this builds for: Debian 12's 6.1 and
+ * the 6.12 of bookworm-backports and Debian 13.
+ */
+#if KERNEL_VERSION(6, 3, 0) > LINUX_VERSION_CODE	/* before 6.3 */
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+#endif
+
+#if KERNEL_VERSION(6, 8, 0) > LINUX_VERSION_CODE	/* before 6.8 */
+#define sivshm_eventfd_signal(ctx)	eventfd_signal(ctx, 1)
+#else
+#define sivshm_eventfd_signal(ctx)	eventfd_signal(ctx)
+#endif
+
+#ifndef PCI_IRQ_INTX
+#define PCI_IRQ_INTX			PCI_IRQ_LEGACY
+#endif
 
 #define SIVSHM_MAX_VECTORS	16
 
@@ -94,7 +116,7 @@ static void sivshm_deliver(struct sivshm_dev *sd, u32 vector)
 	spin_lock_irqsave(&sd->lock, flags);
 	sd->irqs++;
 	if (sd->efd[vector])
-		eventfd_signal(sd->efd[vector], 1);
+		sivshm_eventfd_signal(sd->efd[vector]);
 	if (sd->sig_pid && (sd->sig_mask & BIT(vector)))
 		kill_pid(sd->sig_pid, SIGUSR1, 1);
 	spin_unlock_irqrestore(&sd->lock, flags);
@@ -275,7 +297,7 @@ static int sivshm_mmap(struct file *file, struct vm_area_struct *vma)
 	ret = sivshm_get_live(sd);
 	if (ret)
 		return ret;
-	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &sivshm_vm_ops;
 	/* It is RAM on the host: map it write-back, as the kernel does. */
 	ret = remap_pfn_range(vma, vma->vm_start,
@@ -414,7 +436,7 @@ static int sivshm_setup_irqs(struct sivshm_dev *sd)
 				  PCI_IRQ_MSIX);
 	if (n < 0) {
 		/* INTx: one shared line, the status register says which. */
-		ret = pci_alloc_irq_vectors(pdev, 1, 1, PCI_IRQ_LEGACY);
+		ret = pci_alloc_irq_vectors(pdev, 1, 1, PCI_IRQ_INTX);
 		if (ret < 0)
 			return ret;
 		iowrite32(GENMASK(sd->nvectors - 1, 0) | SIVSHM_INTR_PEER_CHANGE,

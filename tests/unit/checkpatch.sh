@@ -32,10 +32,13 @@ files=$(cd "$top" && find tests/vm/modules guest-modules kvm-pagetype \
 	-print 2>/dev/null | grep -v '\.mod\.c$' | sort)
 [ -n "$files" ] || { echo "no module sources found"; exit 1; }
 
+# Out-of-tree modules build for more than one kernel (Debian 12's 6.1 and
+# the 6.12 of bookworm-backports), so the few LINUX_VERSION_CODE blocks
+# they need are not an in-tree mistake.
 status=0
 for f in $files; do
 	if ! out=$(cd "$top" && perl "$dir/checkpatch.pl" --no-tree --strict \
-		--quiet --show-types -f "$f"); then
+		--quiet --show-types --ignore LINUX_VERSION_CODE -f "$f"); then
 		echo "$out"
 		status=1
 	else

@@ -197,6 +197,13 @@ class Modules(unittest.TestCase):
         with self.assertRaises(HarnessError):
             resolve_modules(self.DEP, ["a"])
 
+    def test_built_in_needs_no_insmod(self):
+        builtin = "kernel/drivers/virtio/virtio_pci.ko\n"
+        self.assertEqual(resolve_modules(self.DEP, ["virtio-pci"], builtin),
+                         [])
+        with self.assertRaises(HarnessError):
+            resolve_modules(self.DEP, ["virtio_pci"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -17,14 +17,15 @@ def _sh(*argv):
     return p.stdout
 
 
-def dkms_build(package, make_target, module, outdir):
-    """Build package's module with dkms; copy it into outdir and return
-    its path there.  Skips (fails under CI) without dkms or root."""
+def dkms_build(package, make_target, module, outdir, kernel=None):
+    """Build package's module with dkms for @kernel (the fetched default
+    one if None); copy it into outdir and return its path there.  Skips
+    (fails under CI) without dkms or root."""
     if not shutil.which("dkms") or os.geteuid() != 0:
         if os.environ.get("CI"):
             check(False, "dkms and root are needed (scripts/setup.sh)")
         skip("needs dkms (scripts/setup.sh) and root")
-    kernel = Kernel()
+    kernel = kernel or Kernel()
     with open(os.path.join(kernel.path, "KDIR")) as f:
         kdir = f.read().strip()
     version = "0.0test%d" % os.getpid()

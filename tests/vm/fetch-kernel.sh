@@ -1,6 +1,8 @@
 #!/bin/sh
 # Fetch the Debian 12 kernel that linux-image-amd64 depends on right now,
-# with its headers, into a cache; never install it on this machine.
+# with its headers, into a cache; never install it on this machine.  With
+# SUITE (bookworm-backports: the 6.12 kernel), that suite's linux-image-amd64
+# instead of the default candidate.
 #
 #   $SIVSHM_CACHE/kernel/<key>/root/      dpkg -x of image, headers, kbuild
 #   $SIVSHM_CACHE/kernel/<key>/KVER       the kernel release (uname -r)
@@ -8,11 +10,12 @@
 #
 # <key> is a hash of the four package versions and this script; a directory
 # counts only once its .complete marker exists.  SIVSHM_REFETCH=1 ignores the
-# cache.  Usage: fetch-kernel.sh [OUTLINK]
+# cache.  Usage: fetch-kernel.sh [OUTLINK [SUITE]]
 set -eu
 
 . "$(dirname "$0")/../../scripts/cache-dir.sh"
 outlink=${1:-}
+suite=${2:-}
 
 die() { echo "fetch-kernel: $*" >&2; exit 1; }
 
@@ -21,8 +24,15 @@ dep() {
 		sed -n "s/^ *Depends: \($2\)\$/\1/p" | head -n 1
 }
 
-image=$(dep linux-image-amd64 'linux-image-[0-9].*')
-[ -n "$image" ] || die "cannot resolve linux-image-amd64 (run apt-get update, or scripts/setup.sh)"
+meta=linux-image-amd64
+if [ -n "$suite" ]; then
+	version=$(apt-cache madison linux-image-amd64 |
+		awk -v s="$suite/" 'index($0, s) { print $3; exit }')
+	[ -n "$version" ] || die "no linux-image-amd64 in $suite (scripts/setup.sh adds it)"
+	meta=linux-image-amd64=$version
+fi
+image=$(dep "$meta" 'linux-image-[0-9].*')
+[ -n "$image" ] || die "cannot resolve $meta (run apt-get update, or scripts/setup.sh)"
 kver=${image#linux-image-}
 headers=linux-headers-$kver
 common=$(dep "$headers" 'linux-headers-.*-common')

@@ -1,7 +1,9 @@
 """Helpers for SIVSHM VM tests: a mapper VM and reducer VMs wired through
 the sivshm device, with sivshm.ko and the static charcount programs."""
 
+import atexit
 import os
+import subprocess
 import time
 
 from vmtest import Guest, Running, builddir, check, logdir
@@ -42,11 +44,14 @@ class Service:
             dev += ",size=%s,reducers=%d" % (self.size, self.nreducers)
         return ["-device", dev + self.extra]
 
-    def guest(self, vm_id, script, **kw):
+    def guest(self, vm_id, script, module_path=None, **kw):
+        """A guest with the device for @vm_id and sivshm.ko (ours, or the
+        one at @module_path) loaded before @script."""
         name = "%s-%s" % (self.name, "mapper" if vm_id == 0
                           else "reducer%d" % vm_id)
         setup = "insmod %s\ntest -c /dev/sivshm0\n" % MODULE
-        return Guest(name, setup + script, modules=[module()],
+        return Guest(name, setup + script,
+                     modules=[module_path or module()],
                      programs=programs() + kw.pop("programs", []),
                      qemu_args=self.device(vm_id) + kw.pop("qemu_args", []),
                      **kw)
@@ -73,6 +78,17 @@ def wait_console(run, text, timeout=300):
             break
         time.sleep(0.1)
     check(False, "%s never printed %r" % (run.guest.name, text))
+
+
+def host_reducer(svc, j, mode="irq"):
+    """charcount-reducer @j as a host process on @svc's socket; returns it
+    and the first line it printed (it says when it joined)."""
+    p = subprocess.Popen(
+        [builddir("examples", "charcount-reducer"), "--socket", svc.sock,
+         "--id", str(j), "--mode", mode, "--timeout", "200000"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    atexit.register(p.kill)
+    return p, p.stdout.readline().decode()
 
 
 def mapper_up(svc, run, text="guest-up"):

@@ -137,12 +137,15 @@ def module_name(path):
     return base.replace("-", "_")
 
 
-def resolve_modules(modules_dep, names):
+def resolve_modules(modules_dep, names, builtin=""):
     """In-tree modules to insmod, dependencies first, each once.
 
-    modules_dep is the text of modules.dep; names are module names
-    ("kvm_amd" or "kvm-amd").  Returns paths relative to /lib/modules/KVER.
+    modules_dep is the text of modules.dep, builtin that of modules.builtin
+    (a module built into this kernel needs no insmod: 6.12 has virtio_pci
+    built in, 6.1 a module); names are module names ("kvm_amd" or
+    "kvm-amd").  Returns paths relative to /lib/modules/KVER.
     """
+    built_in = {module_name(p) for p in builtin.split()}
     deps = {}
     by_name = {}
     for line in modules_dep.splitlines():
@@ -164,6 +167,8 @@ def resolve_modules(modules_dep, names):
 
     for name in names:
         key = name.replace("-", "_")
+        if key in built_in:
+            continue
         if key not in by_name:
             raise HarnessError("no in-tree module %s in modules.dep" % name)
         visit(by_name[key], [])
@@ -275,6 +280,11 @@ class Kernel:
         self.moddir = os.path.join(self.root, "lib", "modules", self.kver)
         with open(os.path.join(self.moddir, "modules.dep")) as f:
             self.modules_dep = f.read()
+        try:
+            with open(os.path.join(self.moddir, "modules.builtin")) as f:
+                self.modules_builtin = f.read()
+        except FileNotFoundError:
+            self.modules_builtin = ""
 
 
 def shared_libraries(binary):
@@ -432,7 +442,8 @@ class Guest:
         self._put(root, "/etc/vmtest/test.sh", self.script.encode())
         self._put(root, "/etc/vmtest/collect",
                   "".join(p + "\n" for p in self.collect).encode())
-        kmods = resolve_modules(self.kernel.modules_dep, self.kmods)
+        kmods = resolve_modules(self.kernel.modules_dep, self.kmods,
+                                self.kernel.modules_builtin)
         for m in kmods:
             self._put(root, "/lib/modules/%s/%s" % (self.kernel.kver, m),
                       os.path.join(self.kernel.moddir, m))

@@ -5,14 +5,13 @@ runs: a wrong version, a duplicate id, id 0 and above N, garbage,
 truncation, too many fds, ... are each refused, and the job carries on to
 the right total."""
 
-import atexit
 import os
 import subprocess
 import sys
 import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
-from sivshm import Service
+from sivshm import Service, host_reducer
 
 
 def test():
@@ -26,23 +25,15 @@ def test():
             break
         time.sleep(0.05)
     check(os.path.exists(svc.sock), "the mapper QEMU is not listening")
-    def reducer(j):
-        p = subprocess.Popen(
-            [builddir("examples", "charcount-reducer"), "--socket", svc.sock,
-             "--id", str(j), "--mode", "irq", "--timeout", "200000"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        atexit.register(p.kill)
-        return p, p.stdout.readline().decode()
-
     # Reducers 1 and 2 join; the hostile client comes with id 3 still free.
-    joins = [reducer(1), reducer(2)]
+    joins = [host_reducer(svc, 1), host_reducer(svc, 2)]
     check(all("joined" in line for _, line in joins), "joins: %s" % joins)
     hostile = subprocess.run(
         [builddir("tests", "vm", "host", "sivshm-hostile"), svc.sock, "3",
          "1", "1", "3"], capture_output=True, text=True, timeout=120)
     print(hostile.stdout + hostile.stderr)
     check(hostile.returncode == 0, "a hostile HELLO was not refused")
-    joins.append(reducer(3))
+    joins.append(host_reducer(svc, 3))
     check("joined" in joins[2][1], "reducer 3: " + joins[2][1])
     r = run.wait(400)
     outs = [line + p.communicate(timeout=60)[0].decode()
