@@ -22,6 +22,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
 #include <asm/kvm_page_track.h>
 
 #include "pt_rules.h"
@@ -97,8 +98,7 @@ static int kpt_track(void *priv, u64 gfn, bool on)
 {
 	struct kpt_vm *vm = priv;
 	struct kvm *kvm = vm->kvm;
-	struct kvm_memory_slot *slot;
-	int idx, ret = 0;
+	int ret;
 
 	/*
 	 * A killed VM keeps its tracking: its memslots may have gone (the
@@ -106,19 +106,31 @@ static int kpt_track(void *priv, u64 gfn, bool on)
 	 */
 	if (!on && READ_ONCE(vm->killed))
 		return 0;
-	idx = srcu_read_lock(&kvm->srcu);
-	write_lock(&kvm->mmu_lock);
-	slot = gfn_to_memslot(kvm, gfn);
-	if (!slot)
-		ret = -EFAULT;
-	else if (on)
-		kvm_slot_page_track_add_page(kvm, slot, gfn,
-					     KVM_PAGE_TRACK_WRITE);
-	else
-		kvm_slot_page_track_remove_page(kvm, slot, gfn,
-						KVM_PAGE_TRACK_WRITE);
-	write_unlock(&kvm->mmu_lock);
-	srcu_read_unlock(&kvm->srcu, idx);
+#if KERNEL_VERSION(6, 7, 0) > LINUX_VERSION_CODE	/* before 6.7 */
+	{
+		struct kvm_memory_slot *slot;
+		int idx;
+
+		idx = srcu_read_lock(&kvm->srcu);
+		write_lock(&kvm->mmu_lock);
+		slot = gfn_to_memslot(kvm, gfn);
+		ret = slot ? 0 : -EFAULT;
+		if (slot && on)
+			kvm_slot_page_track_add_page(kvm, slot, gfn,
+						     KVM_PAGE_TRACK_WRITE);
+		else if (slot)
+			kvm_slot_page_track_remove_page(kvm, slot, gfn,
+							KVM_PAGE_TRACK_WRITE);
+		write_unlock(&kvm->mmu_lock);
+		srcu_read_unlock(&kvm->srcu, idx);
+	}
+#else
+	/* By gfn: KVM takes kvm->srcu and the mmu_lock itself. */
+	ret = on ? kvm_write_track_add_gfn(kvm, gfn) :
+		   kvm_write_track_remove_gfn(kvm, gfn);
+	if (ret == -EINVAL)
+		ret = -EFAULT;				/* no memslot */
+#endif
 	return ret;
 }
 
@@ -269,18 +281,53 @@ static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
  * there kills the VM.  Neither is untracked later: a new slot in the same
  * place has no tracking to remove.
  */
-static void kpt_track_flush_slot(struct kvm *kvm, struct kvm_memory_slot *slot,
-				 struct kvm_page_track_notifier_node *node)
+static void kpt_region_gone(struct kvm_page_track_notifier_node *node,
+			    u64 gfn, u64 npages)
 {
 	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
 
-	if (pt_engine_forget_doorbell(&vm->engine, slot->base_gfn,
-				      slot->npages))
+	if (pt_engine_forget_doorbell(&vm->engine, gfn, npages))
 		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
-	if (pt_engine_has_table(&vm->engine, slot->base_gfn, slot->npages))
-		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT,
-			 slot->base_gfn << PAGE_SHIFT, 0);
+	if (pt_engine_has_table(&vm->engine, gfn, npages))
+		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT, gfn << PAGE_SHIFT, 0);
 }
+
+/*
+ * The notifier's shape changed in 6.7: track_write lost its vCPU (it
+ * still runs in the vCPU thread) and track_flush_slot became
+ * track_remove_region.
+ */
+#if KERNEL_VERSION(6, 7, 0) > LINUX_VERSION_CODE	/* before 6.7 */
+static void kpt_track_flush_slot(struct kvm *kvm, struct kvm_memory_slot *slot,
+				 struct kvm_page_track_notifier_node *node)
+{
+	kpt_region_gone(node, slot->base_gfn, slot->npages);
+}
+
+static void kpt_set_notifier(struct kvm_page_track_notifier_node *n)
+{
+	n->track_write = kpt_track_write;
+	n->track_flush_slot = kpt_track_flush_slot;
+}
+#else
+static void kpt_track_write_gpa(gpa_t gpa, const u8 *new, int bytes,
+				struct kvm_page_track_notifier_node *node)
+{
+	kpt_track_write(kvm_get_running_vcpu(), gpa, new, bytes, node);
+}
+
+static void kpt_track_remove_region(gfn_t gfn, unsigned long nr_pages,
+				    struct kvm_page_track_notifier_node *node)
+{
+	kpt_region_gone(node, gfn, nr_pages);
+}
+
+static void kpt_set_notifier(struct kvm_page_track_notifier_node *n)
+{
+	n->track_write = kpt_track_write_gpa;
+	n->track_remove_region = kpt_track_remove_region;
+}
+#endif
 
 static void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
 {
@@ -448,8 +495,7 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	ret = pt_engine_init(&vm->engine, a.nr_frames, a.flags, &vm->env);
 	if (ret)
 		goto err_free_vm;
-	vm->notifier.track_write = kpt_track_write;
-	vm->notifier.track_flush_slot = kpt_track_flush_slot;
+	kpt_set_notifier(&vm->notifier);
 
 	mutex_lock(&kf->lock);
 	ret = -EBUSY;

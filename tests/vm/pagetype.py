@@ -7,7 +7,7 @@ as the nested limits in docs/testing.md ask."""
 
 import os
 
-from vmtest import Guest, builddir
+from vmtest import Guest, builddir, check
 
 # Reload kvm_amd with other parameters: reload_kvm_amd npt=1
 SCRIPT_HEAD = r"""
@@ -21,10 +21,46 @@ test -c /dev/kvm-pagetype
 """
 
 
-def host(name, script, programs=(), npt=0, **opts):
-    """A level-1 guest with kvm_amd npt=<npt> and kvm_pagetype loaded."""
+def host(name, script, programs=(), npt=0, module_path=None, **opts):
+    """A level-1 guest with kvm_amd npt=<npt> and kvm_pagetype loaded (ours,
+    or the one at @module_path)."""
     progs = [builddir("tests", "vm", "kvm", p) for p in programs]
     return Guest(name, SCRIPT_HEAD + script,
                  kmods=["kvm", "kvm_amd"], kmod_opts={"kvm_amd": "npt=%d" % npt},
-                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
+                 modules=[module_path or
+                          builddir("kvm-pagetype", "kvm_pagetype.ko")],
                  programs=progs, smp=1, memory=1024, **opts)
+
+
+# pagetype-ops, then the module unloaded and loaded again.
+OPS_SCRIPT = """
+pagetype-ops
+cat /sys/kernel/debug/kvm_pagetype/global > /tmp/global
+rmmod kvm_pagetype
+test ! -e /dev/kvm-pagetype
+insmod /lib/modules/extra/kvm_pagetype.ko
+pagetype-ops abi
+"""
+
+
+def check_ops(r):
+    """What a run of OPS_SCRIPT must show: every pagetype-ops test passed,
+    each kind of kill logged, and nothing of the gone VMs left."""
+    check(r.outcome == "pass", r.describe())
+    out = r.text()
+    for name in ("abi", "pin", "legal-writes", "kill-write", "batches",
+                 "overflow", "memslots", "lifetimes", "modes", "doorbell",
+                 "global"):
+        check("ok " + name in out, "test %s did not pass" % name)
+    dmesg = r.dmesg.decode(errors="replace")
+    for why in ("a trapped write broke a rule", "malformed batch",
+                "memslot holding a pinned table removed"):
+        check("killed: " + why in dmesg, "no kill logged for: " + why)
+    stats = dict(line.split() for line in
+                 r.files["global"].decode().splitlines())
+    check(int(stats["vms"]) == 0, "VMs still attached: " + stats["vms"])
+    check(int(stats["pinned_l4"]) == 0, "tables of gone VMs counted")
+    check(int(stats["kills"]) >= 16, "kills: " + stats["kills"])
+    print("global after the run: " + ", ".join(
+        "%s %s" % (k, stats[k]) for k in ("batches", "validations",
+                                          "writes", "violations", "kills")))
