@@ -15,45 +15,36 @@ if [ "${VERSION_CODENAME:-}" != bookworm ]; then
 	exit 1
 fi
 
-# 'apt-get source qemu' needs a deb-src entry for bookworm.  Debian 12 ships
-# either a deb822 debian.sources or a one-line sources.list; add our own file
-# rather than edit either.
-srcfile=/etc/apt/sources.list.d/sivshm-kvm-src.sources
-if ! apt-get indextargets --format '$(TARGET_OF) $(CODENAME)' 2>/dev/null |
-	grep -q '^deb-src bookworm$'; then
-	mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
-		2>/dev/null | head -n 1)
-	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' \
-		/etc/apt/sources.list 2>/dev/null)
-	[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-	cat > "$srcfile" <<SRC
-Types: deb-src
-URIs: $mirror
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-fi
+# Two apt entries this project needs beside Debian 12's defaults.  Debian 12
+# ships either a deb822 debian.sources or a one-line sources.list; add our
+# own files rather than edit either, on the mirror those use.
+mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
+	2>/dev/null | head -n 1)
+[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' \
+	/etc/apt/sources.list 2>/dev/null)
+[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
 
-# The 6.12 kernel the modules must also build and load on (Debian 12 users
-# get it from bookworm-backports; Debian 13 ships it).  Packages from it are
-# pinned low by apt itself: nothing is upgraded to it.
-bpofile=/etc/apt/sources.list.d/sivshm-kvm-backports.sources
-if ! apt-get indextargets --format '$(TARGET_OF) $(CODENAME)' 2>/dev/null |
-	grep -q '^deb bookworm-backports$'; then
-	mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
-		2>/dev/null | head -n 1)
-	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' \
-		/etc/apt/sources.list 2>/dev/null)
-	[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-	cat > "$bpofile" <<BPO
-Types: deb
+# add_suites TYPE "SUITES" FILE: unless apt knows TYPE for the first suite
+add_suites() {
+	apt-get indextargets --format '$(TARGET_OF) $(CODENAME)' 2>/dev/null |
+		grep -q "^$1 ${2%% *}\$" && return 0
+	cat > "$3" <<ENTRY
+Types: $1
 URIs: $mirror
-Suites: bookworm-backports
+Suites: $2
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-BPO
-fi
+ENTRY
+}
+
+# 'apt-get source qemu' needs a deb-src entry for bookworm.
+add_suites deb-src "bookworm bookworm-updates" \
+	/etc/apt/sources.list.d/sivshm-kvm-src.sources
+# The 6.12 kernel the modules must also build and load on (Debian 12 users
+# get it from bookworm-backports; Debian 13 ships it).  apt pins that suite
+# low by itself: nothing is upgraded to it.
+add_suites deb bookworm-backports \
+	/etc/apt/sources.list.d/sivshm-kvm-backports.sources
 
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
