@@ -110,8 +110,11 @@ else
 		done
 
 		mkdir -p "$src/build"
+		# Debian's firmware (seabios, qemu-system-data) is found without
+		# -L: libvirt runs QEMU with no -L of its own.
 		(cd "$src/build" && ../configure \
 			--prefix=/nonexistent \
+			--firmwarepath=/usr/share/qemu:/usr/share/seabios \
 			--target-list=x86_64-softmmu \
 			--without-default-features \
 			--without-default-devices \

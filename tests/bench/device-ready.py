@@ -26,17 +26,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-import vmtest  # noqa: E402
 
 
 def qemu_argv(qemu, qmp, device):
     argv = [qemu, "-S", "-nodefaults", "-display", "none", "-machine", "pc",
             "-m", "64", "-accel", "tcg", "-qmp",
             "unix:%s,server=on,wait=off" % qmp]
-    for d in vmtest.FIRMWARE_DIRS:
-        argv += ["-L", d]
     return argv + device
 
 

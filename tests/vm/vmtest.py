@@ -42,6 +42,8 @@ PASS, FAIL, SKIP = 0, 1, 77
 RESULT_PORT = "sivshm.result"
 FRAME_MAGIC = b"SVT1"
 FRAME_MAX = 64 << 20
+# Where Debian puts the firmware our QEMU is built to look in
+# (qemu-sivshm/build.sh: --firmwarepath).
 FIRMWARE_DIRS = ("/usr/share/qemu", "/usr/share/seabios")
 FIRMWARE_FILES = ("bios-256k.bin", "kvmvapic.bin", "linuxboot_dma.bin",
                   "linuxboot.bin")
@@ -459,9 +461,10 @@ class Guest:
         for gpath, src in self.files.items():
             self._put(root, gpath, src)
 
-    def qemu_argv(self, qemu, vmlinuz, initrd, channel, console, accel,
-                  firmware):
-        """The QEMU command line; used on the host and inside level 1."""
+    def qemu_argv(self, qemu, vmlinuz, initrd, channel, console, accel):
+        """The QEMU command line; used on the host and inside level 1.  No
+        -L: our QEMU looks for firmware in FIRMWARE_DIRS itself, as it
+        must when libvirt runs it."""
         # no_timer_check: on a loaded host a TCG guest's timer can miss the
         # boot-time IO-APIC check's window ("IO-APIC + timer doesn't work!").
         append = ("console=ttyS0 panic=-1 oops=panic printk.time=1 "
@@ -471,8 +474,6 @@ class Guest:
                 "-machine", self.machine, "-m", str(self.memory),
                 "-smp", str(self.smp)]
         argv += list(accel)
-        for d in firmware:
-            argv += ["-L", d]
         argv += ["-kernel", vmlinuz, "-initrd", initrd,
                  "-append", append.strip(),
                  "-serial", ("mon:stdio" if self.hold
@@ -586,7 +587,7 @@ class Running:
         qemu = qemu or _env_path("SIVSHM_QEMU", "our qemu-system-x86_64")
         self.argv = guest.qemu_argv(qemu, guest.kernel.vmlinuz, self.initrd,
                                     self.channel,
-                                    self.console, accel, FIRMWARE_DIRS)
+                                    self.console, accel)
         self.qmp_path = None
         if qmp:
             self.qmp_path = os.path.join(logdir, guest.name + ".qmp")
@@ -711,8 +712,7 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
         files["/l2/%s.cpio" % g.name] = initrd
         argv = g.qemu_argv("/usr/bin/qemu-system-x86_64", "/l2/vmlinuz",
                            "/l2/%s.cpio" % g.name, "/tmp/%s.channel" % g.name,
-                           "/tmp/%s.console" % g.name, NESTED_ACCEL,
-                           ["/usr/share/qemu"])
+                           "/tmp/%s.console" % g.name, NESTED_ACCEL)
         files["/l2/%s.sh" % g.name] = ("exec " + " ".join(
             "'%s'" % a.replace("'", "'\\''") for a in argv) + "\n").encode()
         collect += ["/tmp/%s.%s" % (g.name, what) for what in
