@@ -267,7 +267,12 @@ static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 	if (READ_ONCE(vm->killed))
 		return;
 	if ((gpa & PAGE_MASK) == READ_ONCE(vm->doorbell)) {
-		kpt_doorbell(vm, vcpu, gpa, new, bytes);
+		/*
+		 * From 6.7 the vCPU is kvm_get_running_vcpu(): a write no
+		 * vCPU made rings nothing (there is none to answer).
+		 */
+		if (vcpu)
+			kpt_doorbell(vm, vcpu, gpa, new, bytes);
 		return;
 	}
 	rule = pt_engine_write(&vm->engine, gpa, new, bytes);
