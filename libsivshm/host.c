@@ -39,6 +39,14 @@ static void peer_changed(void *opaque, uint32_t id, int connected)
 	pthread_cond_broadcast(&sh->peers_changed);	/* lock held by dispatch */
 }
 
+/* A reducer rejoining a persistent region hands back its newer slot. */
+static int adopt_slot(void *opaque, uint32_t id, int fd)
+{
+	struct sivshm *sh = opaque;
+
+	return sivshm_region_adopt(&sh->region, id, fd);
+}
+
 static void *server_thread(void *arg)
 {
 	struct sivshm *sh = arg;
@@ -140,6 +148,8 @@ int sivshm_mapper_open(struct sivshm **out,
 	sh->srv.log = server_log;
 	sh->srv.peer_changed = peer_changed;
 	sh->srv.opaque = sh;
+	if (opts->flags & SIVSHM_PERSIST)
+		sh->srv.adopt_slot = adopt_slot;
 	if (opts->flags & SIVSHM_CHECK_CREDS) {
 		for (uint32_t j = 1; j <= sh->geo.nreducers; j++) {
 			sh->srv.allow[j].uid = opts->creds[j].uid;
@@ -266,6 +276,13 @@ static void mapper_close(struct sivshm *sh)
 		pthread_join(sh->server_thread, NULL);
 	close(sh->server_stop);
 	proto_server_fini(&sh->srv);
+	if (sh->flags & SIVSHM_PERSIST) {
+		int err = sivshm_region_save(&sh->region, sh->name, sh->dir);
+
+		if (err)
+			sivshm_log("mapper: saving the slots of %s in %s: %s",
+				   sh->name, sh->dir, strerror(-err));
+	}
 	sivshm_region_close(&sh->region, sh->name, sh->dir, 0);
 	free(sh->name);
 	free(sh->dir);

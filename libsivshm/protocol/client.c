@@ -42,17 +42,13 @@ int proto_client_connect(const char *path, int timeout_ms)
 static int check_welcome(const struct proto_msg *msg, uint32_t id,
 			 uint32_t nvectors, const int *fds, const char **why)
 {
-	struct stat st;
-
 	if (msg->welcome.id != id || msg->welcome.nvectors != nvectors) {
 		*why = "WELCOME for another id or vector count";
 		return -EPROTO;
 	}
-	if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size != msg->welcome.slice_size) {
-		*why = "slot fd is not a file of the slice size";
+	/* Sealed, or the mapper could truncate it under us. */
+	if (proto_slot_check(fds[0], -1, msg->welcome.slice_size, why))
 		return -EPROTO;
-	}
 	for (uint32_t v = 0; v < nvectors; v++) {
 		if (!proto_fd_is_eventfd(fds[1 + v])) {
 			*why = "an fd from the mapper is not an eventfd";
@@ -63,15 +59,23 @@ static int check_welcome(const struct proto_msg *msg, uint32_t id,
 }
 
 int proto_client_send_hello(int sock, uint32_t id, uint32_t nvectors,
-			    const int *efds)
+			    const int *efds, int slot_fd)
 {
 	struct proto_msg hello = {
 		.version = PROTO_VERSION,
 		.type = PROTO_HELLO,
 		.hello = { .id = id, .nvectors = nvectors },
 	};
+	int fds[PROTO_MAX_FDS];
 
-	return proto_send(sock, &hello, efds);
+	if (nvectors < 1 || nvectors > SIVSHM_MAX_VECTORS)
+		return -EINVAL;
+	memcpy(fds, efds, sizeof(int) * nvectors);
+	if (slot_fd >= 0) {
+		hello.hello.features = PROTO_F_SLOT;
+		fds[nvectors] = slot_fd;
+	}
+	return proto_send(sock, &hello, fds);
 }
 
 int proto_client_recv_welcome(int sock, uint32_t id, uint32_t nvectors,
@@ -119,7 +123,7 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 
 	if (reason_len)
 		reason[0] = '\0';
-	err = proto_client_send_hello(sock, id, nvectors, efds);
+	err = proto_client_send_hello(sock, id, nvectors, efds, -1);
 	if (err)
 		return err;
 	n = poll(&pfd, 1, timeout_ms);

@@ -51,10 +51,12 @@ int proto_client_hello(int sock, uint32_t id, uint32_t nvectors,
 
 /*
  * The two halves of proto_client_hello(), for a caller with its own event
- * loop: send HELLO, then, once @sock is readable, take the answer.
+ * loop: send HELLO, then, once @sock is readable, take the answer.  A
+ * reducer rejoining with the slot it holds passes it as @slot_fd (else -1):
+ * a restarted persistent mapper takes it back (PROTO_F_SLOT).
  */
 int proto_client_send_hello(int sock, uint32_t id, uint32_t nvectors,
-			    const int *efds);
+			    const int *efds, int slot_fd);
 int proto_client_recv_welcome(int sock, uint32_t id, uint32_t nvectors,
 			      struct proto_msg *welcome, int *fds,
 			      char *reason, size_t reason_len);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,7 +65,8 @@ unsigned int proto_nfds(const struct proto_msg *msg)
 {
 	switch (msg->type) {
 	case PROTO_HELLO:
-		return msg->hello.nvectors;
+		return msg->hello.nvectors +
+		       !!(msg->hello.features & PROTO_F_SLOT);
 	case PROTO_WELCOME:
 		return 1 + msg->welcome.nvectors;
 	}
@@ -169,7 +172,7 @@ int proto_decode(const uint8_t *buf, size_t len, unsigned int nfds,
 		if (msg->hello.nvectors < 1 ||
 		    msg->hello.nvectors > SIVSHM_MAX_VECTORS)
 			BAD(-EINVAL, "vector count out of range");
-		if (msg->hello.features)
+		if (msg->hello.features & ~PROTO_FEATURES)
 			BAD(-EINVAL, "unknown features");
 		break;
 	case PROTO_WELCOME:
@@ -428,6 +431,32 @@ int proto_creds_parse(const char *text, uint32_t nreducers,
 		if (*p++ != ';')
 			BAD(-EINVAL, "expected ; between entries");
 	}
+}
+
+int proto_slot_check(int fd, int like, uint64_t size, const char **why)
+{
+	struct statfs fs, like_fs;
+	struct stat st;
+	int seals;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != size) {
+		*why = "the slot is not a file of the slice size";
+		return -EINVAL;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals != PROTO_SLOT_SEALS) {
+		*why = "the slot is not sealed as the mapper seals its slots";
+		return -EPERM;
+	}
+	if (like < 0)
+		return 0;
+	if (fstatfs(fd, &fs) < 0 || fstatfs(like, &like_fs) < 0 ||
+	    fs.f_type != like_fs.f_type || fs.f_bsize != like_fs.f_bsize) {
+		*why = "the slot's pages are not of the mapper's kind";
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int proto_fd_is_eventfd(int fd)

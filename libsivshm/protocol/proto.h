@@ -11,6 +11,7 @@
 #ifndef SIVSHM_PROTO_H
 #define SIVSHM_PROTO_H
 
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,13 @@ enum proto_type {
 #define PROTO_HELLO_SIZE	32
 #define PROTO_WELCOME_SIZE	56
 #define PROTO_REFUSE_SIZE	88
+/*
+ * HELLO features.  PROTO_F_SLOT: a reducer rejoining a restarted mapper
+ * hands back the slot it holds, its fd after the eventfds; a persistent
+ * mapper that has not given that slot to anyone yet adopts it.
+ */
+#define PROTO_F_SLOT		(1ull << 0)
+#define PROTO_FEATURES		PROTO_F_SLOT
 /* Receive buffers are larger than any message, so oversize is detected. */
 #define PROTO_BUF_SIZE		256
 #define PROTO_MAX_FDS		(1 + SIVSHM_MAX_VECTORS)
@@ -138,6 +146,20 @@ int proto_cred_parse(const char *text, struct proto_cred *cred);
  */
 int proto_creds_parse(const char *text, uint32_t nreducers,
 		      struct proto_cred *allow, const char **why);
+
+/*
+ * The seals of every slot fd a mapper hands out, and of every slot it takes
+ * back: no shrinking, no growing, no further seal (no write seal either).
+ */
+#define PROTO_SLOT_SEALS	(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/*
+ * Whether @fd may stand for a slot whose fd today is @like: a file of @size
+ * bytes sealed with exactly PROTO_SLOT_SEALS and, unless @like is -1, on a
+ * file system of the same type and block size (so huge pages stay huge
+ * pages).  0 or -errno, with *@why said.
+ */
+int proto_slot_check(int fd, int like, uint64_t size, const char **why);
 
 /* Whether @fd is an eventfd. */
 int proto_fd_is_eventfd(int fd);

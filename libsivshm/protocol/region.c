@@ -10,6 +10,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "proto.h"
 #include "region.h"
 
 #ifndef MFD_HUGE_SHIFT
@@ -57,7 +58,7 @@ static int slot_memfd(const struct sivshm_geometry *geo, const char *name,
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, geo->slice_size) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, PROTO_SLOT_SEALS & ~F_SEAL_SEAL) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL) < 0) {
 		err = -errno;
 		close(fd);
@@ -66,12 +67,19 @@ static int slot_memfd(const struct sivshm_geometry *geo, const char *name,
 	return fd;
 }
 
-static int slot_file(const struct sivshm_geometry *geo, const char *path)
+/*
+ * Open the named file @path: a regular file, never a symlink, of the slice
+ * size or empty (with @create, one is made).  Returns the fd, -ENOENT if
+ * there is none and !@create, or -EINVAL for a region of another geometry.
+ */
+static int slot_file(const struct sivshm_geometry *geo, const char *path,
+		     int create)
 {
 	struct stat st;
 	int fd, err;
 
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
+		  0600);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0) {
@@ -87,13 +95,52 @@ static int slot_file(const struct sivshm_geometry *geo, const char *path)
 		goto err_close;
 	}
 	if (st.st_size != 0 && (uint64_t)st.st_size != geo->slice_size) {
-		/* Reattaching a region of another geometry. */
 		err = -EINVAL;
 		goto err_close;
 	}
 	return fd;
 
 err_close:
+	close(fd);
+	return err;
+}
+
+/* Copy @size bytes from file @src to file @dst, through mappings (hugetlbfs
+ * has no write()). */
+static int slot_copy(int dst, int src, uint64_t size)
+{
+	void *from, *to;
+
+	from = mmap(NULL, size, PROT_READ, MAP_SHARED, src, 0);
+	if (from == MAP_FAILED)
+		return -errno;
+	to = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, dst, 0);
+	if (to == MAP_FAILED) {
+		munmap(from, size);
+		return -errno;
+	}
+	memcpy(to, from, size);
+	munmap(to, size);
+	munmap(from, size);
+	return 0;
+}
+
+/* Fill reducer slot @j's memfd with what its named file kept, if any. */
+static int slot_restore(struct sivshm_region *rg, const char *name,
+			const char *dir, uint32_t j)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	err = slot_path(path, sizeof(path), dir, name, j);
+	if (err)
+		return err;
+	fd = slot_file(&rg->geo, path, 0);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	err = slot_copy(rg->fd[j], fd, rg->geo.slice_size);
 	close(fd);
 	return err;
 }
@@ -114,28 +161,74 @@ int sivshm_region_open(struct sivshm_region *rg,
 	if (!name || !*name || strchr(name, '/') || (persist && !dir))
 		return -EINVAL;
 
-	if (!persist) {
-		err = memfd_flags(dir, &flags);
-		if (err)
-			return err;
-	}
+	err = memfd_flags(dir, &flags);
+	if (err)
+		return err;
 	for (j = 0; j <= geo->nreducers; j++) {
-		if (persist) {
+		if (persist && j == 0) {
+			/* The mapper's own slot: no reducer ever holds it. */
 			err = slot_path(path, sizeof(path), dir, name, j);
 			if (!err)
-				err = slot_file(geo, path);
+				err = slot_file(geo, path, 1);
 		} else {
 			err = slot_memfd(geo, name, j, flags);
 		}
 		if (err < 0)
 			goto err_close;
 		rg->fd[j] = err;
+		if (persist && j > 0) {
+			err = slot_restore(rg, name, dir, j);
+			if (err)
+				goto err_close;
+		}
 	}
 	return 0;
 
 err_close:
 	sivshm_region_close(rg, name, dir, 0);
 	return err;
+}
+
+int sivshm_region_save(struct sivshm_region *rg, const char *name,
+		       const char *dir)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	for (uint32_t j = 1; j <= rg->geo.nreducers && !err; j++) {
+		err = slot_path(path, sizeof(path), dir, name, j);
+		if (err)
+			break;
+		fd = slot_file(&rg->geo, path, 1);
+		if (fd < 0)
+			return fd;
+		err = slot_copy(fd, rg->fd[j], rg->geo.slice_size);
+		close(fd);
+	}
+	return err;
+}
+
+int sivshm_region_adopt(struct sivshm_region *rg, uint32_t j, int fd)
+{
+	uint8_t *slot;
+
+	if (j == 0 || j > rg->geo.nreducers)
+		return -EINVAL;
+	if (rg->base) {
+		slot = (uint8_t *)rg->base + sivshm_slot_offset(&rg->geo, j);
+		if (mmap(slot, rg->geo.slice_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+			return -errno;
+		/* Best effort: the slot is in place whatever this says. */
+		if (rg->locked)
+			(void)mlock(slot, rg->geo.slice_size);
+	}
+	/* Whoever still maps the old copy keeps it, without its pages. */
+	fallocate(rg->fd[j], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+		  rg->geo.slice_size);
+	close(rg->fd[j]);
+	rg->fd[j] = fd;
+	return 0;
 }
 
 int sivshm_region_map(struct sivshm_region *rg, int lock)
@@ -164,6 +257,7 @@ int sivshm_region_map(struct sivshm_region *rg, int lock)
 		goto err_unmap;
 	}
 	rg->base = base;
+	rg->locked = lock;
 	return 0;
 
 err_unmap:

@@ -15,22 +15,41 @@ struct sivshm_region {
 	struct sivshm_geometry geo;
 	int fd[SIVSHM_MAX_REDUCERS + 1];
 	void *base;			/* the mapper's mapping, or NULL */
+	int locked;			/* base is mlocked */
 };
 
 /*
  * Create or reattach the slot fds of region @name.
  *
- * Unless @persist, each slot is a memfd sealed against shrink, grow and
- * further sealing, so a reducer cannot truncate it under the mapper; @dir,
- * if given, only chooses its pages (huge pages of its size on hugetlbfs).
- * With @persist, each slot is the named file @dir/@name.slot<j>, which stays
- * after the mapper exits so that a restarted mapper reattaches it (its size
- * must match the geometry).  Named files cannot be sealed: in that mode a
- * reducer holding its slot's fd can still truncate it.  Returns 0 or -errno.
+ * Every slot a reducer can hold is a memfd sealed with PROTO_SLOT_SEALS, so
+ * that no reducer can truncate it under the mapper; @dir, if given, chooses
+ * its pages (huge pages of its size on hugetlbfs).
+ *
+ * With @persist, the region outlives the mapper.  Slot 0, which only the
+ * mapper maps, is the named file @dir/@name.slot0 itself.  Reducer slot j
+ * starts with what @dir/@name.slot<j> kept (sivshm_region_save() writes it),
+ * and a reducer that held slot j through the restart hands it back
+ * (sivshm_region_adopt()).  A file of another size is another geometry:
+ * -EINVAL.  Returns 0 or -errno.
  */
 int sivshm_region_open(struct sivshm_region *rg,
 		       const struct sivshm_geometry *geo, const char *name,
 		       const char *dir, int persist);
+
+/*
+ * Persistent regions: copy every reducer slot into its named file, for the
+ * next mapper.  Returns 0 or -errno.
+ */
+int sivshm_region_save(struct sivshm_region *rg, const char *name,
+		       const char *dir);
+
+/*
+ * Make @fd, a reducer's copy of slot @j checked with proto_slot_check(),
+ * the slot: mapped in its place if the region is mapped, handed to the
+ * next reducer j.  The old slot's pages are freed.  Takes @fd on success;
+ * returns 0 or -errno.
+ */
+int sivshm_region_adopt(struct sivshm_region *rg, uint32_t j, int fd);
 
 /* Map every slot, side by side; with @lock, mlock the whole range. */
 int sivshm_region_map(struct sivshm_region *rg, int lock);

@@ -198,6 +198,35 @@ static uint32_t hello_check(struct proto_server *srv, int conn,
 	return 0;
 }
 
+/*
+ * Reducer @id handed back the slot @fd it holds.  Once a slot has gone to a
+ * reducer, the one it holds is ours: only a slot given to nobody yet can be
+ * replaced.  Takes @fd; returns a refusal code, or 0.
+ */
+static uint32_t server_take_slot(struct proto_server *srv, uint32_t id,
+				 int fd, const char **why)
+{
+	int err;
+
+	if (!srv->adopt_slot || (srv->given & 1ull << id)) {
+		close(fd);
+		return 0;
+	}
+	if (proto_slot_check(fd, srv->slot_fd[id], srv->geo.slice_size, why)) {
+		close(fd);
+		return PROTO_E_FDS;
+	}
+	err = srv->adopt_slot(srv->opaque, id, fd);
+	if (err) {
+		server_log(srv, "reducer %u: cannot take back its slot: %s", id,
+			   strerror(-err));
+		close(fd);
+	}
+	/* Taken or not, it is not replaced twice. */
+	srv->given |= 1ull << id;
+	return 0;
+}
+
 static void server_hello(struct proto_server *srv,
 			 struct proto_pending *pend)
 {
@@ -241,6 +270,10 @@ static void server_hello(struct proto_server *srv,
 		code = PROTO_E_MALFORMED;
 	else
 		code = hello_check(srv, pend->conn, &msg, fds, &why);
+	if (!code && (msg.hello.features & PROTO_F_SLOT)) {
+		nfds--;
+		code = server_take_slot(srv, msg.hello.id, fds[nfds], &why);
+	}
 	if (code) {
 		proto_close_fds(fds, nfds);
 		server_refuse(srv, pend->conn, code, why);
@@ -273,6 +306,7 @@ static void server_hello(struct proto_server *srv,
 		return;
 	}
 
+	srv->given |= 1ull << id;
 	srv->peer[id].conn = pend->conn;
 	memcpy(srv->peer[id].out_fd, fds, sizeof(int) * srv->nvectors);
 	pending_free(pend, 0);

@@ -57,6 +57,16 @@ struct proto_server {
 	 * closed when this returns.
 	 */
 	void (*peer_changed)(void *opaque, uint32_t id, int connected);
+	/*
+	 * Persistent regions only (else NULL): a reducer rejoining a restarted
+	 * mapper hands back its slot (PROTO_F_SLOT), the newer copy of it.
+	 * Called with that fd, checked with proto_slot_check(), for a slot
+	 * given to nobody since proto_server_init(): returns 0 once slot_fd[id]
+	 * is @fd (the callee's from then on), or -errno (the server closes it
+	 * and the reducer gets our own slot).
+	 */
+	int (*adopt_slot)(void *opaque, uint32_t id, int fd);
+	uint64_t given;			/* bit j: slot j went to a reducer */
 	/* Every refusal and drop is logged with its reason. */
 	void (*log)(void *opaque, const char *fmt, va_list ap);
 	void *opaque;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -58,6 +59,16 @@ void eventfds(int *fds, unsigned int n)
 	}
 }
 
+int slot_memfd(uint64_t size, int seals)
+{
+	int fd = memfd_create("test-slot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	T_ASSERT(fd >= 0 && ftruncate(fd, size) == 0, "memfd");
+	T_ASSERT(!seals || fcntl(fd, F_ADD_SEALS, seals) == 0, "seals %#x",
+		 seals);
+	return fd;
+}
+
 void expect_refuse(int fd, uint32_t code, const char *what)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -66,6 +77,10 @@ void expect_refuse(int fd, uint32_t code, const char *what)
 	const char *why;
 	unsigned int nfds;
 	int fds[PROTO_MAX_FDS], n;
+	const char *say = what;
+
+	if (!what)
+		what = "one of a flood";
 
 	T_ASSERT(poll(&pfd, 1, 3000) == 1, "%s: no answer", what);
 	n = proto_recv(fd, buf, fds, &nfds);
@@ -77,7 +92,8 @@ void expect_refuse(int fd, uint32_t code, const char *what)
 	T_ASSERT(poll(&pfd, 1, 3000) == 1, "%s: connection left open", what);
 	T_EQ(proto_recv(fd, buf, fds, &nfds), 0);
 	close(fd);
-	printf("refused as expected: %s (%s)\n", what, m.refuse.reason);
+	if (say)
+		printf("refused as expected: %s (%s)\n", say, m.refuse.reason);
 }
 
 void hostile_refusals(const char *path, uint32_t nred, uint32_t nvec,
@@ -175,8 +191,6 @@ static void until_hangup(int fd, const char *what)
 	close(fd);
 }
 
-#define SLOT_SEALS	(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-
 /*
  * Join as @id (the slot received must be sealed), then speak again: the
  * mapper must drop the reducer.
@@ -201,7 +215,7 @@ static void after_welcome(const char *path, uint32_t id, uint32_t nvec,
 	T_ASSERT(m.type == PROTO_WELCOME, "reducer %u refused: %s", id,
 		 m.type == PROTO_REFUSE ? m.refuse.reason : "?");
 	/* The slot can be neither shrunk nor grown under the mapper. */
-	T_ASSERT((fcntl(fds[0], F_GET_SEALS) & SLOT_SEALS) == SLOT_SEALS,
+	T_ASSERT((fcntl(fds[0], F_GET_SEALS) & PROTO_SLOT_SEALS) == PROTO_SLOT_SEALS,
 		 "the slot of %u is not sealed", id);
 	T_ASSERT(ftruncate(fds[0], 0) < 0 && errno == EPERM,
 		 "the slot of %u could be truncated", id);

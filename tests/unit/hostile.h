@@ -17,7 +17,12 @@ void raw_send(int fd, const void *buf, size_t len, const int *fds,
 	      unsigned int nfds);
 void hello_bytes(uint8_t *buf, uint32_t id, uint32_t nvec);
 void eventfds(int *fds, unsigned int n);
-/* Expect a REFUSE with @code, then the mapper hanging up. */
+/* A memfd of @size bytes with @seals (0: none, and sealing allowed). */
+int slot_memfd(uint64_t size, int seals);
+/*
+ * Expect a REFUSE with @code, then the mapper hanging up; close @fd.  Says
+ * so on stdout, unless @what is NULL (one of a flood).
+ */
 void expect_refuse(int fd, uint32_t code, const char *what);
 
 /*
@@ -36,8 +41,9 @@ void hostile_refusals(const char *path, uint32_t nreducers, uint32_t nvectors,
  * descriptors, cycling through every kind the mapper must drop: an empty
  * message, every refusal of hostile_refusals(), a HELLO whose sender hangs
  * up at once, and a message after a good WELCOME for @free_id (whose slot
- * must come sealed: the mapper must not run in its persistent mode).  Each
- * connection is followed until the mapper ends it.  */
+ * must come sealed).  Each connection is followed until the mapper ends
+ * it.
+ */
 #define HOSTILE_KINDS	15
 void hostile_flood(const char *path, uint32_t nreducers, uint32_t nvectors,
 		   uint32_t busy_id, uint32_t free_id, unsigned int count);

@@ -32,10 +32,7 @@ static struct proto_msg welcome(uint32_t id)
 
 static int slot(size_t size)
 {
-	int fd = memfd_create("hostile-slot", MFD_CLOEXEC);
-
-	T_ASSERT(fd >= 0 && ftruncate(fd, size) == 0, "memfd");
-	return fd;
+	return slot_memfd(size, PROTO_SLOT_SEALS);
 }
 
 /*
@@ -104,7 +101,13 @@ int main(void)
 	fds[0] = slot(SLICE / 2);
 	fds[1] = eventfd(0, EFD_CLOEXEC);
 	expect_msg("slot of the wrong size", &m, fds, 2, -EPROTO,
-		   "slot fd is not a file of the slice size");
+		   "the slot is not a file of the slice size");
+
+	/* A slot the mapper could truncate under us. */
+	fds[0] = slot_memfd(SLICE, 0);
+	fds[1] = eventfd(0, EFD_CLOEXEC);
+	expect_msg("an unsealed slot", &m, fds, 2, -EPROTO,
+		   "the slot is not sealed as the mapper seals its slots");
 
 	T_EQ(pipe2(p, O_CLOEXEC), 0);
 	fds[0] = slot(SLICE);
@@ -116,7 +119,7 @@ int main(void)
 	fds[0] = eventfd(0, EFD_CLOEXEC);
 	fds[1] = eventfd(0, EFD_CLOEXEC);
 	expect_msg("an eventfd for the slot", &m, fds, 2, -EPROTO,
-		   "slot fd is not a file of the slice size");
+		   "the slot is not a file of the slice size");
 
 	fds[0] = slot(SLICE);
 	expect_msg("too few descriptors", &m, fds, 1, -EBADF, NULL);

@@ -130,8 +130,14 @@ static void refusals(void)
 	put32(b + 20, SIVSHM_MAX_VECTORS + 1);
 	T_EQ(dec(b, n, SIVSHM_MAX_VECTORS + 1, &m), -EINVAL);
 	memcpy(b, buf, n);
-	b[24] = 1;
+	b[24] = 2;
 	T_EQ(dec(b, n, 2, &m), -EINVAL);
+	/* PROTO_F_SLOT: the slot handed back follows the eventfds. */
+	b[24] = 1;
+	T_EQ(dec(b, n, 2, &m), -EBADF);
+	T_EQ(dec(b, n, 3, &m), 0);
+	T_EQ(m.hello.features, PROTO_F_SLOT);
+	T_EQ(proto_nfds(&m), 3);
 
 	/* fd counts */
 	T_EQ(dec(buf, n, 0, &m), -EBADF);

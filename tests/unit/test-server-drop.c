@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "hostile.h"
 #include "client.h"
 #include "geometry.h"
 #include "server.h"
@@ -50,11 +51,8 @@ int main(void)
 
 	snprintf(path, sizeof(path), "/tmp/sivshm-test-drop-%d.sock", getpid());
 	T_EQ(sivshm_geometry_init(&geo, 1 << 20, 1, 4096), 0);
-	for (int j = 0; j < 2; j++) {
-		slot[j] = memfd_create("drop", MFD_CLOEXEC);
-		T_ASSERT(slot[j] >= 0 && ftruncate(slot[j], geo.slice_size) == 0,
-			 "memfd");
-	}
+	for (int j = 0; j < 2; j++)
+		slot[j] = slot_memfd(geo.slice_size, PROTO_SLOT_SEALS);
 	T_EQ(proto_server_init(&srv, &geo, 1, slot), 0);
 	srv.peer_changed = changed;
 	T_EQ(proto_server_listen(&srv, path), 0);
@@ -62,7 +60,7 @@ int main(void)
 	efd = eventfd(0, EFD_CLOEXEC);
 	sock = proto_client_connect(path, 1000);
 	T_ASSERT(sock >= 0, "connect");
-	T_EQ(proto_client_send_hello(sock, 1, 1, &efd), 0);
+	T_EQ(proto_client_send_hello(sock, 1, 1, &efd, -1), 0);
 	while (calls < 1)
 		serve();
 	T_EQ(proto_client_recv_welcome(sock, 1, 1, &w, fds, reason,

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Truncation: the slot fd a reducer receives is sealed, with no backing dir
- * and with one (unlink=on: only the persistent mode uses named files);
- * ftruncate fails either way, and the mapper, reading and writing the whole
- * slot afterwards, does not crash.
+ * Truncation: the slot fd a reducer receives is sealed, with no backing
+ * dir, with one, and in the persistent mode; ftruncate fails in every one,
+ * and the mapper, reading and writing the whole slot afterwards, does not
+ * crash.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -13,13 +14,14 @@
 #include "client.h"
 #include "sivshm.h"
 
-/* A mapper with @dir (NULL: none) hands out only sealed slots. */
-static void sealed(const char *dir)
+/* A mapper with @dir (NULL: none), persistent or not, hands out only
+ * sealed slots. */
+static void sealed(const char *dir, uint32_t flags)
 {
 	char path[108], reason[PROTO_REASON_LEN];
 	struct sivshm_mapper_opts opts = {
 		.socket_path = path, .name = "truncate", .size = 1 << 20,
-		.nreducers = 1, .nvectors = 1, .dir = dir,
+		.nreducers = 1, .nvectors = 1, .dir = dir, .flags = flags,
 	};
 	int efd, fds[PROTO_MAX_FDS], sock, seals;
 	struct proto_msg w;
@@ -62,18 +64,31 @@ static void sealed(const char *dir)
 	close(efd);
 	sivshm_close(mapper);
 	unlink(path);
-	printf("truncate: %s%s: sealed; the mapper survived\n",
-	       dir ? "backing dir " : "memfds", dir ? dir : "");
+	printf("truncate: %s%s%s: sealed; the mapper survived\n",
+	       dir ? "backing dir " : "memfds", dir ? dir : "",
+	       flags & SIVSHM_PERSIST ? ", persistent" : "");
 }
 
 int main(void)
 {
 	char dir[] = "/dev/shm/sivshm-test-trunc-XXXXXX";
 
-	sealed(NULL);
+	sealed(NULL, 0);
 	T_ASSERT(mkdtemp(dir), "mkdtemp");
-	sealed(dir);
+	sealed(dir, 0);
 	/* Nothing was left in it: the slots were never named files. */
+	T_EQ(rmdir(dir), 0);
+	/* The persistent mode keeps files, but hands out no file a reducer
+	 * could shrink. */
+	strcpy(dir, "/dev/shm/sivshm-test-trunc-XXXXXX");
+	T_ASSERT(mkdtemp(dir), "mkdtemp");
+	sealed(dir, SIVSHM_PERSIST);
+	for (int j = 0; j <= 1; j++) {
+		char file[PATH_MAX];
+
+		snprintf(file, sizeof(file), "%s/truncate.slot%d", dir, j);
+		T_EQ(unlink(file), 0);
+	}
 	T_EQ(rmdir(dir), 0);
 	return 0;
 }

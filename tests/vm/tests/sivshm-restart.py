@@ -5,17 +5,21 @@ the same id finds its slot data intact: it answers that request and the
 job ends with the right total, the other reducers undisturbed.  A mapper
 VM restarted with unlink=off reattaches the region its first incarnation
 left in the backing directory, and a reducer VM that ran all along sees
-its QEMU rejoin the new mapper: the interrupts flow again both ways.  A
-mapper that comes back with new memory (unlink=on) is not rejoined."""
+its QEMU rejoin the new mapper, which takes back the very slot that
+reducer maps: the interrupts flow again both ways.  A hostile reducer of
+that persistent mapper cannot shrink or grow its slot, and the mapper VM,
+reading every slot afterwards, lives.  A mapper that comes back with new
+memory (unlink=on) is not rejoined."""
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Running, builddir, check, main
-from sivshm import Service
+from sivshm import Service, mapper_up
 
 ROUNDS = 200
 
@@ -53,7 +57,7 @@ def reducer_restart(poke):
 def mapper_restart(poke, pp):
     d = tempfile.mkdtemp(prefix="sivshm-persist-", dir="/dev/shm")
     try:
-        svc = Service("mr", 2, size="8M", extra=",unlink=off,dir=" + d)
+        svc = Service("mr", 3, size="8M", extra=",unlink=off,dir=" + d)
         first = svc.guest(0, "sivshm-poke mark\n"
                           "sivshm-pingpong mapper %d 1 eventfd\n" % ROUNDS,
                           programs=poke + pp)
@@ -65,13 +69,28 @@ def mapper_restart(poke, pp):
         r1 = runs[0].wait(200)
         check(r1.outcome == "pass", r1.describe() + "\n" + r1.text())
         check(sorted(os.listdir(d)) == ["mr-%d.slot%d" % (os.getpid(), j)
-                                        for j in range(3)],
+                                        for j in range(4)],
               "slot files: %s" % os.listdir(d))
-        again = svc.guest(0, "sivshm-poke check-marks\n"
-                          "sivshm-pingpong mapper %d 1 signal\n" % ROUNDS,
+        # The second mapper waits for reducer 1 and a hostile reducer 2,
+        # which tries to truncate slot 3 (sivshm-hostile's flood asserts
+        # EPERM), and reads every slot at the end.
+        again = svc.guest(0, "echo guest-up\n"
+                          "sivshm-poke check-marks\n"
+                          "sivshm-poke wait-peers 0x6 120000\n"
+                          "sivshm-pingpong mapper %d 1 signal\n"
+                          "sivshm-poke check-marks\n" % ROUNDS,
                           programs=poke + pp)
         again.name = "mr-mapper-again"
-        r2 = Running(again, svc.d).wait(200)
+        second = Running(again, svc.d)
+        mapper_up(svc, second)
+        hostile = subprocess.Popen(
+            [builddir("tests", "vm", "host", "sivshm-hostile"), svc.sock,
+             "3", "1", "2", "3", "15", "hold"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        r2 = second.wait(300)
+        out = hostile.communicate(timeout=60)[0].decode()
+        check(hostile.returncode == 0,
+              "sivshm-hostile against the persistent mapper:\n" + out)
         rr = runs[1].wait(200)
         check(r2.outcome == "pass", r2.describe() + "\n" + r2.text())
         check(rr.outcome == "pass", rr.describe() + "\n" + rr.text())
@@ -79,9 +98,13 @@ def mapper_restart(poke, pp):
             log = f.read()
         check("went away" in log and "rejoined" in log,
               "reducer 1's QEMU did not say it rejoined:\n" + log)
+        lines = r2.text().splitlines()
         print("mapper restarted with unlink=off: " +
-              r2.text().splitlines()[0])
-        print("reducer 1 rejoined it: " + r2.text().splitlines()[-1])
+              next(l for l in lines if "markers" in l))
+        print("reducer 1 rejoined it: " +
+              next(l for l in lines if "pingpong" in l))
+        print("hostile reducer 2: " +
+              next(l for l in out.splitlines() if "sent" in l))
     finally:
         shutil.rmtree(d)
 

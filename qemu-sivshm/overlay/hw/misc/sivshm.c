@@ -30,6 +30,7 @@
 #include "hw/qdev-properties.h"
 #include "qom/object.h"
 #include "sysemu/kvm.h"
+#include "sysemu/sysemu.h"
 #include "migration/blocker.h"
 #include "trace.h"
 
@@ -96,6 +97,11 @@ struct SivshmState {
     bool region_open;
     struct proto_server srv;
     bool server_init;
+    /* unlink=off: slots reducers handed back, and the save at exit */
+    MemoryRegion adopt_mr[SIVSHM_MAX_REDUCERS + 1];
+    uint64_t adopted;           /* bit j: adopt_mr[j] took slot_mr[j]'s place */
+    Notifier exit_notifier;
+    bool save_at_exit;
     int watched[PROTO_MAX_POLLFDS];
     unsigned int nwatched;
     QEMUTimer *hello_timer;
@@ -478,6 +484,57 @@ static void sivshm_server_rewatch(SivshmState *s)
     s->nwatched = n;
 }
 
+/*
+ * unlink=off: a reducer that lived through our restart hands back its slot,
+ * newer than the file we started from.  Its memory takes our slot's place
+ * in BAR1, at the same guest addresses; ours loses its pages.
+ */
+static int sivshm_adopt_slot(void *opaque, uint32_t j, int fd)
+{
+    SivshmState *s = opaque;
+    Error *local_err = NULL;
+    int ramfd = dup(fd), err;
+
+    if (ramfd < 0) {
+        return -errno;
+    }
+    memory_region_init_ram_from_fd(&s->adopt_mr[j], OBJECT(s), "sivshm.slot",
+                                   s->geo.slice_size, RAM_SHARED, ramfd, 0,
+                                   &local_err);
+    if (local_err) {
+        close(ramfd);
+        error_report_err(local_err);
+        return -EIO;
+    }
+    memory_region_transaction_begin();
+    memory_region_del_subregion(&s->bar1, &s->slot_mr[j]);
+    memory_region_add_subregion(&s->bar1, sivshm_slot_offset(&s->geo, j),
+                                &s->adopt_mr[j]);
+    memory_region_transaction_commit();
+    s->adopted |= 1ull << j;
+    err = sivshm_region_adopt(&s->region, j, fd);
+    assert(!err);               /* j is in range, and nothing is mapped */
+    return 0;
+}
+
+/* unlink=off: keep every reducer's slot in its file for the next mapper. */
+static void sivshm_save(SivshmState *s)
+{
+    int err = sivshm_region_save(&s->region, s->shm_id, s->dir);
+
+    if (err) {
+        error_report("sivshm: cannot save the slots of %s in %s: %s",
+                     s->shm_id, s->dir, strerror(-err));
+    }
+}
+
+static void sivshm_exit_notify(Notifier *n, void *data)
+{
+    SivshmState *s = container_of(n, SivshmState, exit_notifier);
+
+    sivshm_save(s);
+}
+
 static void sivshm_hello_timeout(void *opaque)
 {
     sivshm_server_event(opaque);
@@ -582,6 +639,12 @@ static void sivshm_mapper_realize(SivshmState *s, Error **errp)
     s->srv.peer_changed = sivshm_peer_changed;
     s->srv.log = sivshm_server_log;
     s->srv.opaque = s;
+    if (!s->unlink) {
+        s->srv.adopt_slot = sivshm_adopt_slot;
+        s->exit_notifier.notify = sivshm_exit_notify;
+        qemu_add_exit_notifier(&s->exit_notifier);
+        s->save_at_exit = true;
+    }
     for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
         for (uint32_t v = 0; v < s->nvectors; v++) {
             sivshm_init_in(s, j, v, s->srv.peer[j].in_fd[v]);
@@ -745,8 +808,7 @@ static void sivshm_rejoin_answer(void *opaque)
 static void sivshm_rejoin_try(void *opaque)
 {
     SivshmState *s = opaque;
-    int own[SIVSHM_MAX_VECTORS];
-
+    int own[SIVSHM_MAX_VECTORS], slot;
     char reason[PROTO_REASON_LEN];
 
     sivshm_reducer_close(s);    /* a HELLO that went unanswered */
@@ -772,7 +834,9 @@ static void sivshm_rejoin_try(void *opaque)
     for (uint32_t v = 0; v < s->nvectors; v++) {
         own[v] = event_notifier_get_fd(&s->in[0][v].n);
     }
-    if (proto_client_send_hello(s->sock, s->id, s->nvectors, own)) {
+    /* And the slot we map: a restarted unlink=off mapper takes it back. */
+    slot = s->nslots ? memory_region_get_fd(&s->slot_mr[0]) : -1;
+    if (proto_client_send_hello(s->sock, s->id, s->nvectors, own, slot)) {
         sivshm_reducer_close(s);
         sivshm_rejoin_later(s);
         return;
@@ -883,7 +947,11 @@ static void sivshm_del_slots(SivshmState *s)
 {
     memory_region_transaction_begin();
     while (s->nslots) {
-        memory_region_del_subregion(&s->bar1, &s->slot_mr[--s->nslots]);
+        uint32_t j = --s->nslots;
+
+        memory_region_del_subregion(&s->bar1, s->adopted & 1ull << j ?
+                                              &s->adopt_mr[j] :
+                                              &s->slot_mr[j]);
     }
     memory_region_transaction_commit();
 }
@@ -923,6 +991,11 @@ static void sivshm_teardown(SivshmState *s)
             s->server_init = false;
         }
         sivshm_del_slots(s);
+        if (s->save_at_exit) {
+            qemu_remove_exit_notifier(&s->exit_notifier);
+            s->save_at_exit = false;
+            sivshm_save(s);
+        }
         if (s->region_open) {
             sivshm_region_close(&s->region, s->shm_id, s->dir, 0);
             s->region_open = false;
