@@ -533,11 +533,18 @@ class Qmp:
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
-    def cmd(self, name, error_ok=False, **args):
+    def send(self, name, **args):
+        """Send a command without waiting: answer() takes its answer."""
         msg = {"execute": name}
         if args:
             msg["arguments"] = args
         self.sock.sendall(json.dumps(msg).encode() + b"\n")
+
+    def cmd(self, name, error_ok=False, **args):
+        self.send(name, **args)
+        return self.answer(name, error_ok)
+
+    def answer(self, name, error_ok=False):
         while True:
             r = self._read()
             if "event" in r:
