@@ -14,17 +14,12 @@ included).  Median of --repeat runs.
 Usage: device-ready.py [--builddir DIR] [--reducers 1,3,7,15,31]
 """
 
-import argparse
-import csv
-import json
 import os
-import shutil
 import socket
-import statistics
 import subprocess
-import sys
-import tempfile
 import time
+
+import ready
 
 
 
@@ -98,47 +93,5 @@ def service(qemu, server, kind, n, d):
             os.unlink(os.path.join(d, f))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--builddir", default=os.getcwd())
-    ap.add_argument("--reducers", default="1,3,7,15,31")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--csv", default=None)
-    args = ap.parse_args()
-    out = os.path.join(args.builddir, "qemu-sivshm", "out", "bin")
-    qemu = os.path.join(out, "qemu-system-x86_64")
-    server = os.path.join(out, "ivshmem-server")
-    d = tempfile.mkdtemp(prefix="device-ready-")
-    rows = []
-    print("device-ready: N+1 QEMU processes with -S, %d CPUs, median of %d"
-          % (os.cpu_count(), args.repeat))
-    print("%8s %12s %12s %8s" % ("reducers", "sivshm ms", "ivshmem ms",
-                                 "ratio"))
-    try:
-        for n in [int(x) for x in args.reducers.split(",")]:
-            s = statistics.median(service(qemu, server, "sivshm", n, d)
-                                  for _ in range(args.repeat))
-            i = statistics.median(service(qemu, server, "ivshmem", n, d)
-                                  for _ in range(args.repeat))
-            rows.append({"reducers": n, "sivshm_ms": s * 1e3,
-                         "ivshmem_ms": i * 1e3, "ratio": s / i})
-            print("%8d %12.1f %12.1f %8.2f" % (n, s * 1e3, i * 1e3, s / i),
-                  flush=True)
-    finally:
-        shutil.rmtree(d)
-    path = args.csv or os.path.join(args.builddir, "bench",
-                                    "device-ready.csv")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    print("CSV: %s" % path)
-
-
 if __name__ == "__main__":
-    try:
-        main()
-    except RuntimeError as e:
-        print("device-ready: %s" % e)
-        sys.exit(1)
+    ready.main("device-ready", "N+1 QEMU processes with -S", service)

@@ -32,19 +32,16 @@ ratios within one run only.
 Usage: handshake-ready.py [--builddir DIR] [--reducers 1,3,7,15,31]
 """
 
-import argparse
-import csv
 import os
-import shutil
 import socket
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
+import ready
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vm"))
 import vmtest  # noqa: E402
 
 SLOT = 4                        # PCI slot of the shared-memory device
@@ -329,49 +326,9 @@ def service(qemu, server, kind, n, d):
             os.unlink(os.path.join(d, f))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--builddir", default=os.getcwd())
-    ap.add_argument("--reducers", default="1,3,7,15,31")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--csv", default=None)
-    args = ap.parse_args()
-    load_regs(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                           "..", ".."))
-    out = os.path.join(args.builddir, "qemu-sivshm", "out", "bin")
-    qemu = os.path.join(out, "qemu-system-x86_64")
-    server = os.path.join(out, "ivshmem-server")
-    d = tempfile.mkdtemp(prefix="handshake-ready-")
-    rows = []
-    print("handshake-ready: N+1 QEMU processes already up (-accel qtest), "
-          "%d CPUs, median of %d" % (os.cpu_count(), args.repeat))
-    print("%8s %12s %12s %8s" % ("reducers", "sivshm ms", "ivshmem ms",
-                                 "ratio"))
-    try:
-        for n in [int(x) for x in args.reducers.split(",")]:
-            s = statistics.median(service(qemu, server, "sivshm", n, d)
-                                  for _ in range(args.repeat))
-            i = statistics.median(service(qemu, server, "ivshmem", n, d)
-                                  for _ in range(args.repeat))
-            rows.append({"reducers": n, "sivshm_ms": s * 1e3,
-                         "ivshmem_ms": i * 1e3, "ratio": s / i})
-            print("%8d %12.1f %12.1f %8.2f" % (n, s * 1e3, i * 1e3, s / i),
-                  flush=True)
-    finally:
-        shutil.rmtree(d)
-    path = args.csv or os.path.join(args.builddir, "bench",
-                                    "handshake-ready.csv")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    print("CSV: %s" % path)
-
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (RuntimeError, vmtest.HarnessError) as e:
-        print("handshake-ready: %s" % e)
-        sys.exit(1)
+    load_regs(os.path.join(HERE, "..", ".."))
+    ready.main("handshake-ready",
+               "N+1 QEMU processes already up (-accel qtest)", service,
+               (RuntimeError, vmtest.HarnessError))
