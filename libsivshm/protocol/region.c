@@ -17,11 +17,24 @@
 #define MFD_HUGE_SHIFT	26	/* <linux/memfd.h>, which clashes with glibc's */
 #endif
 
+int sivshm_region_slot_name(char *buf, size_t len, const char *name,
+			    uint32_t j)
+{
+	int n = snprintf(buf, len, "%s.slot%u", name, j);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 static int slot_path(char *buf, size_t len, const char *dir, const char *name,
 		     uint32_t j)
 {
-	int n = snprintf(buf, len, "%s/%s.slot%u", dir, name, j);
+	char file[NAME_MAX + 1];
+	int n, err;
 
+	err = sivshm_region_slot_name(file, sizeof(file), name, j);
+	if (err)
+		return err;
+	n = snprintf(buf, len, "%s/%s", dir, file);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 

@@ -7,6 +7,7 @@
 #ifndef SIVSHM_REGION_H
 #define SIVSHM_REGION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "geometry.h"
@@ -50,6 +51,13 @@ int sivshm_region_save(struct sivshm_region *rg, const char *name,
  * returns 0 or -errno.
  */
 int sivshm_region_adopt(struct sivshm_region *rg, uint32_t j, int fd);
+
+/*
+ * The name of slot @j's file in the persistent mode, "@name.slot<j>", in
+ * @buf (@len bytes): 0 or -ENAMETOOLONG.  The libvirt hook removes them.
+ */
+int sivshm_region_slot_name(char *buf, size_t len, const char *name,
+			    uint32_t j);
 
 /* Map every slot, side by side; with @lock, mlock the whole range. */
 int sivshm_region_map(struct sivshm_region *rg, int lock);

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Every C file of libvirt-hooks/ passes the kernel's checkpatch.pl --strict,
+# less the checks that are about the kernel's own API and have no meaning
+# in user space: its u32/BIT()/__printf() (PREFER_KERNEL_TYPES, BIT_MACRO,
+# PREFER_DEFINED_ATTRIBUTE_MACRO), libxml2's and inttypes.h's CamelCase
+# names, and user-visible strings kept on one line (LONG_LINE_STRING).
+# checkpatch.pl is the one tests/unit/checkpatch.sh extracts from Debian's
+# linux-source into the cache.  Installed by make as
+# tests/unit/test-libvirt-checkpatch.
+set -eu
+
+src=%SRCDIR%
+. "$src/scripts/cache-dir.sh"
+
+checkpatch=$(ls "$cache"/checkpatch/*/checkpatch.pl 2>/dev/null | sort -V | tail -n 1)
+if [ -z "$checkpatch" ]; then
+	echo "SKIP: no checkpatch.pl in $cache/checkpatch (tests/unit/checkpatch.sh extracts it from linux-source-6.1)"
+	[ -n "${CI:-}" ] && exit 1
+	exit 77
+fi
+
+# Run in a directory of our own, as the root of an empty tree: in the git
+# tree checkpatch.pl would leave its CamelCase cache file there.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/include"
+status=0
+for f in $(cd "$src" && find libvirt-hooks -name '*.[ch]' | sort); do
+	if ! out=$(cd "$work" && perl "$checkpatch" --no-tree --root="$work" --strict --quiet \
+		--show-types --ignore PREFER_KERNEL_TYPES,BIT_MACRO,CAMELCASE,PREFER_DEFINED_ATTRIBUTE_MACRO,LONG_LINE_STRING \
+		-f "$src/$f"); then
+		echo "$out"
+		status=1
+	elif [ -n "$out" ]; then
+		echo "$out"
+		status=1
+	else
+		echo "checkpatch clean: $f"
+	fi
+done
+exit $status
