@@ -66,6 +66,11 @@ pkgs="$pkgs dwarves"
 # the libvirt hook and generator: libxml2; virt-xml-validate (and the
 # xmllint it runs) for the generator's test
 pkgs="$pkgs libxml2-dev libvirt-clients libxml2-utils"
+# the libvirt-domains test: libvirtd and virtlogd, which it starts itself.
+# Name -sysv: without it apt picks libvirt-daemon-system-systemd, which
+# pulls in systemd-sysv and systemd-container.
+pkgs="$pkgs libvirt-daemon-system libvirt-daemon-system-sysv
+	libvirt-daemon-driver-qemu"
 
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $pkgs
