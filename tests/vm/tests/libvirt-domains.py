@@ -12,6 +12,10 @@ other; inside, the mapper VM sees both reducers and marks every slot, each
 reducer VM finds its own markers and no other slot's, and all three power
 off by themselves.  At release the hook removes the mapper's socket and,
 for an unlink=off service, the slot files once its last domain is gone.
+And a job: charcount across a mapper and 3 reducers gets the right total
+although reducer 2's domain is destroyed mid-job and started again (it
+rejoins its slot, its pending request intact), and then nothing of the
+service is left: socket, leases, files, QEMU processes.
 
 Everything it changes is undone at the end: its domains, both daemons,
 the hook, /dev/kvm's owner and mode, its files in /tmp."""
@@ -473,6 +477,89 @@ def test():
         host.cleanup()
 
 
+def qemus_of(svc):
+    """The pids of QEMU processes still running a domain of @svc."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if b"guest=%s-" % svc.encode() in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def charcount_restart(host, kernel, append, qemu, vtype, sockdir, poke):
+    """h. A job: charcount across a mapper and 3 reducers.  Reducer 2's
+    domain, its request posted in its slot and unanswered, is destroyed,
+    redefined with the worker (what an operator does to change an inactive
+    domain) and started again: it rejoins its slot with the request intact
+    and the total is right.  Then nothing of the service is left: no
+    socket, lease, file or QEMU process."""
+    svc = "lvc%d" % os.getpid()
+    s = Service(svc, 3)
+    worker = ("charcount-reducer --device /dev/sivshm0 --mode irq "
+              "--timeout 300000\n")
+    guests = [s.guest(0, "charcount-mapper --device /dev/sivshm0 "
+                      "--random 16M --mode irq --threads 1 "
+                      "--timeout 300000\n"),
+              s.guest(1, worker),
+              s.guest(2, "sivshm-poke wait-request 200000\n",
+                      programs=poke),
+              s.guest(3, worker)]
+    job = Domains(host, svc, 3, "16M", guests, append, kernel, qemu, vtype,
+                  sockdir)
+    for n in job.names:
+        job.define(n)
+    mapper, r1, r2, r3 = job.names
+    for n in job.names:
+        job.start(n)
+
+    def pending():
+        with open(job.files[r2]["console"], errors="replace") as f:
+            return "pending" in f.read()
+    check(wait_for(pending, 300), "%s never saw its request:\n%s"
+          % (r2, tail(job.files[r2]["console"])))
+    p, _ = virsh("destroy", r2)
+    check(p.returncode == 0, "virsh destroy %s: %s" % (r2, p.stderr))
+    again = s.guest(2, worker)
+    cpio = os.path.join(host.work, r2 + "-again.cpio")
+    again.build_initramfs(cpio)
+    uuid, _ = virsh("domuuid", r2)
+    xml = job.files[r2]["xml"]
+    edit(xml, cpio, job.files[r2]["console"], job.files[r2]["channel"])
+    tree = ET.parse(xml)
+    dom = tree.getroot()
+    u = ET.Element("uuid")
+    u.text = uuid.stdout.strip()
+    dom.insert(list(dom).index(dom.find("name")) + 1, u)
+    tree.write(xml)
+    job.define(r2)
+    job.start(r2)
+    ended = job.wait_ended(job.names)
+    for n in job.names:
+        r = job.result(n)
+        check(r.outcome == "pass", r.describe() + "\n" + r.text() + "\n" +
+              host.diag(n))
+    out = job.result(mapper).text()
+    check(": match)" in out, "%s: %s" % (mapper, out))
+
+    check(wait_for(lambda: not os.path.lexists(job.sock), 10),
+          "%s is left after %s stopped" % (job.sock, mapper))
+    check(wait_for(lambda: not leases(svc), 10),
+          "leases left in %s: %s" % (LEASE_DIR, leases(svc)))
+    left = [f for f in os.listdir(sockdir) if f.startswith(svc)]
+    check(not left, "service %s left %s in %s" % (svc, left, sockdir))
+    check(wait_for(lambda: not qemus_of(svc), 10),
+          "QEMU processes of %s left: %s" % (svc, qemus_of(svc)))
+    return ["charcount, mapper and 3 reducers, reducer 2 destroyed mid-job "
+            "and started again: " + next(l for l in out.splitlines()
+                                          if "occurs" in l),
+            "boot to power-off: %s" % ", ".join(
+                "%s %.1f s" % (n, ended[n]) for n in job.names)]
+
+
 def run(host):
     figures = []
     uid, gid = qemu_owner()
@@ -670,6 +757,9 @@ def run(host):
           "leases left in %s: %s" % (LEASE_DIR, leases(psvc)))
     figures.append("unlink=off: %s kept while %s ran, removed when it "
                    "was destroyed" % (" ".join(slots), pr))
+
+    figures += charcount_restart(host, kernel, append, qemu, vtype, sockdir,
+                                 poke)
     for line in figures:
         print(line)
 

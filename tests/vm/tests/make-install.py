@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """make install, as a user runs it (into a DESTDIR here): libsivshm with
-its header, pkg-config file and man pages, the programs, and our QEMU as
-bin/qemu-system-x86_64-sivshm.  That installed QEMU boots a guest with the
+its header, pkg-config file and man pages, the programs, our QEMU as
+bin/qemu-system-x86_64-sivshm, the libvirt hook and generator, and both
+DKMS source packages in src/ (nothing kbuild generated in them).  That installed QEMU boots a guest with the
 sivshm device and finds its firmware itself, with no -L (libvirt passes
 none); a program built against the installed library through pkg-config
 runs a mapper and a reducer."""
@@ -48,11 +49,24 @@ def test():
     dest = tempfile.mkdtemp(prefix="install-")
     sh("make", "-C", builddir(), "install", "DESTDIR=" + dest)
     prefix = dest + "/usr/local"
+    version = sh("sh", "-c", "grep '^VERSION = ' %s/Makefile | cut -d' ' -f3"
+                 % builddir()).strip()
     for f in ("bin/qemu-system-x86_64-sivshm", "bin/sivshm-run",
               "include/sivshm.h", "lib/pkgconfig/libsivshm.pc",
               "share/man/man3/sivshm_reducer_open_checked.3",
-              "share/man/man7/libsivshm.7"):
+              "share/man/man7/libsivshm.7",
+              "etc/libvirt/hooks/qemu.d/50-sivshm", "bin/sivshm-virt-xml",
+              "share/man/man1/sivshm-virt-xml.1",
+              "share/man/man8/sivshm-hook.8",
+              "src/sivshm-%s/dkms.conf" % version,
+              "src/sivshm-%s/include/sivshm-regs.h" % version,
+              "src/kvm-pagetype-%s/dkms.conf" % version,
+              "src/kvm-pagetype-%s/pt_rules.c" % version):
         check(os.path.exists(os.path.join(prefix, f)), f + " not installed")
+    generated = [f for f in os.listdir("%s/src/kvm-pagetype-%s"
+                                       % (prefix, version))
+                 if f.endswith((".mod.c", ".o", ".ko"))]
+    check(not generated, "build products in the DKMS source: %s" % generated)
     check(any(n.startswith("libsivshm.so") for n in
               os.listdir(prefix + "/lib")), "no libsivshm.so")
 
