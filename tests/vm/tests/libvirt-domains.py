@@ -387,6 +387,18 @@ class Domains:
         return Result(name, data["channel"], data["console"], False,
                       "unknown (libvirt's)", qemu_log)
 
+    def wait_console(self, name, text, timeout):
+        """Until @name's console shows @text."""
+        def said():
+            with open(self.files[name]["console"], errors="replace") as f:
+                return text in f.read()
+        check(wait_for(said, timeout), "%s never printed %r:\n%s"
+              % (name, text, tail(self.files[name]["console"])))
+
+    def destroy(self, name):
+        p, _ = virsh("destroy", name)
+        check(p.returncode == 0, "virsh destroy %s: %s" % (name, p.stderr))
+
     def undefine(self, name):
         p, _ = virsh("undefine", name)
         check(p.returncode == 0, "virsh undefine %s: %s" % (name, p.stderr))
@@ -515,14 +527,8 @@ def charcount_restart(host, kernel, append, qemu, vtype, sockdir, poke):
     mapper, r1, r2, r3 = job.names
     for n in job.names:
         job.start(n)
-
-    def pending():
-        with open(job.files[r2]["console"], errors="replace") as f:
-            return "pending" in f.read()
-    check(wait_for(pending, 300), "%s never saw its request:\n%s"
-          % (r2, tail(job.files[r2]["console"])))
-    p, _ = virsh("destroy", r2)
-    check(p.returncode == 0, "virsh destroy %s: %s" % (r2, p.stderr))
+    job.wait_console(r2, "pending", 300)       # its request, unanswered
+    job.destroy(r2)
     again = s.guest(2, worker)
     cpio = os.path.join(host.work, r2 + "-again.cpio")
     again.build_initramfs(cpio)
@@ -741,14 +747,8 @@ def run(host):
           % (pm, pr, sockdir, os.listdir(sockdir), slots))
     check(pr in persist.running(), "%s ended early:\n%s"
           % (pr, tail(persist.files[pr]["console"])))
-
-    def said_gone():
-        with open(persist.files[pr]["console"], errors="replace") as f:
-            return "mapper-gone" in f.read()
-    check(wait_for(said_gone, 120), "%s never saw its mapper leave:\n%s"
-          % (pr, tail(persist.files[pr]["console"])))
-    p, _ = virsh("destroy", pr)
-    check(p.returncode == 0, "virsh destroy %s: %s" % (pr, p.stderr))
+    persist.wait_console(pr, "mapper-gone", 120)
+    persist.destroy(pr)
     check(wait_for(lambda: not [f for f in os.listdir(sockdir)
                                 if f.startswith(psvc)], 10),
           "slot files left after the last domain of %s: %s"
