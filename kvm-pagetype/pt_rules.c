@@ -144,6 +144,52 @@ static void entry_put(struct pt_engine *e, int level, u64 entry)
 	type_put(e, gfn);
 }
 
+/*
+ * DMA rights follow the type, in every mode: a device may reach a frame
+ * only while it is writable and not semi-writable.  So writable -> table
+ * and writable -> semi-writable revoke them, the way back grants them, and
+ * semi-writable <-> table changes nothing.  A revoke comes before the
+ * change takes effect (before the frame is even read for validation: a
+ * DMA write after the read would not be seen by any check), a grant after.
+ *
+ * writable -> table (a coarse pin) revokes at once: one IOTLB flush per
+ * frame, Xen's cost.  writable -> semi-writable revokes lazily: the
+ * batch's conversions share one flush, made before the batch returns or
+ * before a pin validates anything, whichever comes first.  Until then
+ * the frame is semi-writable for the rules but nothing may rely on it
+ * being unreachable, and nothing does: only a pin does, and it syncs.
+ */
+static bool word_dma_ok(u32 w)
+{
+	return pt_type(w) == KVM_PAGETYPE_WRITABLE && !(w & KVM_PAGETYPE_SEMI);
+}
+
+bool pt_engine_dma_ok_locked(struct pt_engine *e, u64 gfn)
+{
+	return gfn < e->nr_frames && word_dma_ok(e->word[gfn]);
+}
+
+static int dma_set(struct pt_engine *e, u64 gfn, int how)
+{
+	int ret;
+
+	if (!e->env->dma)
+		return 0;
+	ret = e->env->dma(e->env->priv, gfn, how);
+	if (!ret && how == PT_DMA_REVOKE_LAZY)
+		e->dma_pending = true;
+	return ret;
+}
+
+static void dma_sync(struct pt_engine *e)
+{
+	if (!e->dma_pending)
+		return;
+	e->dma_pending = false;
+	if (e->env->dma_sync)
+		e->env->dma_sync(e->env->priv);
+}
+
 static void region_tables_add(struct pt_engine *e, u64 gfn, int delta)
 {
 	e->tables_2m[gfn >> SHIFT_2M] += delta;
@@ -175,12 +221,21 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 	if (!buf)
 		return KVM_PAGETYPE_R_IO;
 	/*
+	 * No device reaches the frame from here on (word_dma_ok): a lazy
+	 * revoke of a semi-writable frame is synced now at the latest.
+	 */
+	dma_sync(e);
+	if (!semi && dma_set(e, gfn, PT_DMA_REVOKE)) {
+		r = KVM_PAGETYPE_R_IO;
+		goto err_free;
+	}
+	/*
 	 * Track first, then read: a write that lands after the read is
 	 * validated by the notifier against what this pin validated.
 	 */
 	if (e->env->track(e->env->priv, gfn, true)) {
 		r = KVM_PAGETYPE_R_IO;
-		goto err_free;
+		goto err_dma;
 	}
 	if (e->env->read_table(e->env->priv, gfn, buf)) {
 		r = KVM_PAGETYPE_R_IO;
@@ -209,6 +264,9 @@ err_unwind:
 	e->word[gfn] = w;
 err_untrack:
 	e->env->track(e->env->priv, gfn, false);
+err_dma:
+	if (!semi)
+		dma_set(e, gfn, PT_DMA_GRANT);
 err_free:
 	pt_page_free(buf);
 	return r;
@@ -234,6 +292,8 @@ static u16 op_unpin(struct pt_engine *e, u64 gfn)
 	e->word[gfn] = word_make(KVM_PAGETYPE_WRITABLE,
 				 w & KVM_PAGETYPE_SEMI, 0);
 	e->stats.pinned[level - 1]--;
+	if (word_dma_ok(e->word[gfn]))
+		dma_set(e, gfn, PT_DMA_GRANT);
 	return KVM_PAGETYPE_R_OK;
 }
 
@@ -245,6 +305,8 @@ static u16 op_to_semi(struct pt_engine *e, u64 gfn)
 		return KVM_PAGETYPE_R_TYPE;
 	if (w & KVM_PAGETYPE_SEMI)
 		return KVM_PAGETYPE_R_EXIST;
+	if (dma_set(e, gfn, PT_DMA_REVOKE_LAZY))
+		return KVM_PAGETYPE_R_IO;
 	e->word[gfn] = w | KVM_PAGETYPE_SEMI;
 	e->stats.semi++;
 	return KVM_PAGETYPE_R_OK;
@@ -260,6 +322,7 @@ static u16 op_to_writable(struct pt_engine *e, u64 gfn)
 		return KVM_PAGETYPE_R_NOENT;
 	e->word[gfn] = w & ~KVM_PAGETYPE_SEMI;
 	e->stats.semi--;
+	dma_set(e, gfn, PT_DMA_GRANT);
 	return KVM_PAGETYPE_R_OK;
 }
 
@@ -354,6 +417,8 @@ u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
 		}
 		engine_op_locked(e, op);
 	}
+	/* No op of the batch is complete before its revokes are synced. */
+	dma_sync(e);
 	if (done < count)
 		e->stats.batches_cut++;
 	for (i = done; i < count; i++) {
@@ -534,9 +599,18 @@ void pt_engine_reset(struct pt_engine *e)
 {
 	u64 n2m = (e->nr_frames >> SHIFT_2M) + 1;
 	u64 n1g = (e->nr_frames >> SHIFT_1G) + 1;
+	u64 gfn;
 
 	pt_mutex_lock(&e->lock);
+	dma_sync(e);
 	engine_drop_tables(e);
+	/* Writable again, then reachable again. */
+	for (gfn = 0; gfn < e->nr_frames; gfn++) {
+		if (word_dma_ok(e->word[gfn]))
+			continue;
+		e->word[gfn] = 0;
+		dma_set(e, gfn, PT_DMA_GRANT);
+	}
 	memset(e->word, 0, e->nr_frames * sizeof(*e->word));
 	memset(e->tables_2m, 0, n2m * sizeof(u32));
 	memset(e->writable_2m, 0, n2m * sizeof(u32));

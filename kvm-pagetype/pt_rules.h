@@ -50,7 +50,29 @@ struct pt_env {
 	/* Start (on) or stop write tracking the frame; 0 or -errno. */
 	int (*track)(void *priv, u64 gfn, bool on);
 	void *priv;
+	/*
+	 * Optional: the frame's DMA rights change (pt_engine_dma_ok_locked), how
+	 * is PT_DMA_*.  PT_DMA_REVOKE returns only once no device can reach
+	 * the frame (unmapped, IOTLB synced); PT_DMA_REVOKE_LAZY unmaps and
+	 * leaves the IOTLB sync to the next dma_sync.  A revoke returns 0,
+	 * or -errno and the op fails changing nothing.  The engine revokes
+	 * before the type change takes effect and grants after it; a failed
+	 * grant is ignored (the frame stays unreachable by DMA: the safe
+	 * side).
+	 */
+	int (*dma)(void *priv, u64 gfn, int how);
+	/*
+	 * Sync the IOTLB for every lazy revoke since the last sync.  The
+	 * engine calls it before a batch returns and before any pin
+	 * validates a frame, so no op that relies on a revoke completes
+	 * before its sync.
+	 */
+	void (*dma_sync)(void *priv);
 };
+
+#define PT_DMA_GRANT		0
+#define PT_DMA_REVOKE		1
+#define PT_DMA_REVOKE_LAZY	2
 
 struct pt_engine {
 	struct pt_mutex lock;	/* everything below */
@@ -59,6 +81,7 @@ struct pt_engine {
 	u32 flags;		/* KVM_PAGETYPE_ATTACH_* */
 	u32 mode;		/* KVM_PAGETYPE_MODE_* */
 	u64 doorbell;		/* the fast path's tracked frame, or PT_NO_HOME */
+	bool dma_pending;	/* lazy revokes not synced yet */
 	u32 *word;		/* the type word, per frame */
 	u64 **shadow;		/* per pinned table: its validated entries */
 	/* Per 2 MiB and 1 GiB region: tables inside, writable PS leaves over. */
@@ -70,12 +93,16 @@ struct pt_engine {
 /* 0 or -ENOMEM; on failure nothing is left to destroy. */
 int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
 		   const struct pt_env *env);
-/* Stops tracking every pinned table and frees everything. */
+/*
+ * Stops tracking every pinned table and frees everything; grants no DMA
+ * (the caller has released its devices).
+ */
 void pt_engine_destroy(struct pt_engine *e);
 
 /*
  * Back to the state of a new engine (every frame writable, no table, no
- * doorbell, coarse mode); the counters of events stay.
+ * doorbell, coarse mode), DMA granted again where it was revoked; the
+ * counters of events stay.
  */
 void pt_engine_reset(struct pt_engine *e);
 
@@ -95,8 +122,9 @@ bool pt_engine_forget_doorbell(struct pt_engine *e, u64 gfn, u64 n);
 /*
  * Run a batch of count ops in order, under the engine's lock, writing each
  * op's result (and out).  At most KVM_PAGETYPE_WORK_BUDGET units of work:
- * the ops past it get R_SKIPPED.  Returns the number of ops run.  The
- * caller bounds count (KVM_PAGETYPE_MAX_BATCH).
+ * the ops past it get R_SKIPPED.  Lazy DMA revokes are synced before it
+ * returns.  Returns the number of ops run.  The caller bounds count
+ * (KVM_PAGETYPE_MAX_BATCH).
  */
 u32 pt_engine_batch(struct pt_engine *e, struct kvm_pagetype_op *ops,
 		    u32 count);
@@ -124,6 +152,12 @@ bool pt_engine_is_table_locked(struct pt_engine *e, u64 gfn);
 
 /* Whether any of the n frames from gfn is a table. */
 bool pt_engine_has_table(struct pt_engine *e, u64 gfn, u64 n);
+
+/*
+ * Whether a device may DMA to the frame: only a writable frame that is not
+ * semi-writable.  Under the lock, or before anything can run ops.
+ */
+bool pt_engine_dma_ok_locked(struct pt_engine *e, u64 gfn);
 
 /* A copy of the counters, taken under the lock. */
 void pt_engine_stats(struct pt_engine *e, struct kvm_pagetype_stats *out);

@@ -3,9 +3,10 @@
  * The page-type rule engine (kvm-pagetype/pt_rules.c) in user space:
  * every transition and count edge, each validation rule accepted and
  * refused, the superpage and kernel-half rules, modes, the work budget,
- * trapped writes, failures of the environment, and two threads on one
- * engine.  After each case the reference counts are recomputed from the
- * shadows and compared with the type words.
+ * trapped writes, failures of the environment, the DMA hook's calls and
+ * their order, and two threads on one engine.  After each case the
+ * reference counts are recomputed from the shadows and compared with the
+ * type words, and each frame's DMA rights with its type.
  */
 #include <pthread.h>
 
@@ -14,18 +15,45 @@
 
 #define W	KVM_PAGETYPE_WRITABLE
 
-/* A sparse fake guest: a page only where a test wrote one. */
+/* What the engine asked of its environment, in order (test_dma). */
+struct call {
+	char what;		/* 'R'ead, 'T'rack, 'D'MA, 'S'ync */
+	int on;			/* T: on; D: PT_DMA_* */
+	u64 gfn;
+};
+
+#define MAX_CALLS	64
+
+/*
+ * A sparse fake guest: a page only where a test wrote one; DMA blocked
+ * (dma_off) where the engine revoked it.
+ */
 struct fake {
 	u64 nr;
 	u64 **page;
 	int *tracked;
-	int fail_track, fail_read;
+	int *dma_off;
+	int dma_pending;	/* lazy revokes since the last sync */
+	int fail_track, fail_read, fail_dma;
+	struct call calls[MAX_CALLS];
+	unsigned int ncalls;
 };
+
+static void record(struct fake *f, char what, int on, u64 gfn)
+{
+	if (f->ncalls < MAX_CALLS)
+		f->calls[f->ncalls] = (struct call){ what, on, gfn };
+	f->ncalls++;
+}
 
 static int fake_read(void *priv, u64 gfn, u64 *entries)
 {
 	struct fake *f = priv;
 
+	record(f, 'R', 0, gfn);
+	/* What is validated must be out of every device's reach already. */
+	T_ASSERT(!f->dma_pending, "frame %llu read before a DMA sync",
+		 (unsigned long long)gfn);
 	if (f->fail_read)
 		return -EIO;
 	if (f->page[gfn])
@@ -39,6 +67,7 @@ static int fake_track(void *priv, u64 gfn, bool on)
 {
 	struct fake *f = priv;
 
+	record(f, 'T', on, gfn);
 	if (on && f->fail_track)
 		return -EFAULT;
 	f->tracked[gfn] += on ? 1 : -1;
@@ -48,8 +77,34 @@ static int fake_track(void *priv, u64 gfn, bool on)
 	return 0;
 }
 
+static int fake_dma(void *priv, u64 gfn, int how)
+{
+	struct fake *f = priv;
+	bool allow = how == PT_DMA_GRANT;
+
+	record(f, 'D', how, gfn);
+	if (!allow && f->fail_dma)
+		return -ENOMEM;
+	T_ASSERT(f->dma_off[gfn] == allow, "frame %llu DMA %s twice",
+		 (unsigned long long)gfn, allow ? "granted" : "revoked");
+	f->dma_off[gfn] = !allow;
+	if (how == PT_DMA_REVOKE_LAZY)
+		f->dma_pending++;
+	return 0;
+}
+
+static void fake_dma_sync(void *priv)
+{
+	struct fake *f = priv;
+
+	record(f, 'S', 0, 0);
+	T_ASSERT(f->dma_pending, "a sync with nothing to sync");
+	f->dma_pending = 0;
+}
+
 static struct fake fk;
-static struct pt_env env = { fake_read, fake_track, &fk };
+static struct pt_env env = { fake_read, fake_track, &fk, fake_dma,
+			     fake_dma_sync };
 static struct pt_engine eng;
 
 static void setup(u64 nr, u32 flags)
@@ -57,13 +112,17 @@ static void setup(u64 nr, u32 flags)
 	fk.nr = nr;
 	fk.page = calloc(nr, sizeof(*fk.page));
 	fk.tracked = calloc(nr, sizeof(*fk.tracked));
-	fk.fail_track = fk.fail_read = 0;
-	T_ASSERT(fk.page && fk.tracked, "oom");
+	fk.dma_off = calloc(nr, sizeof(*fk.dma_off));
+	fk.fail_track = fk.fail_read = fk.fail_dma = 0;
+	fk.dma_pending = 0;
+	fk.ncalls = 0;
+	T_ASSERT(fk.page && fk.tracked && fk.dma_off, "oom");
 	T_EQ(pt_engine_init(&eng, nr, flags, &env), 0);
 }
 
 static void teardown(void)
 {
+	T_ASSERT(!fk.dma_pending, "lazy revokes never synced");
 	pt_engine_destroy(&eng);
 	for (u64 i = 0; i < fk.nr; i++) {
 		T_ASSERT(fk.tracked[i] == 0, "frame %llu still tracked",
@@ -72,6 +131,7 @@ static void teardown(void)
 	}
 	free(fk.page);
 	free(fk.tracked);
+	free(fk.dma_off);
 }
 
 static u64 *page(u64 gfn)
@@ -131,6 +191,11 @@ static void check_invariants(void)
 		u32 w = eng.word[gfn];
 		int level = pt_type(w);
 
+		T_ASSERT(fk.dma_off[gfn] == !pt_engine_dma_ok_locked(&eng, gfn),
+			 "frame %llx type %x DMA %s", (unsigned long long)gfn,
+			 w, fk.dma_off[gfn] ? "revoked" : "allowed");
+		T_EQ(pt_engine_dma_ok_locked(&eng, gfn),
+		     level == W && !(w & KVM_PAGETYPE_SEMI));
 		if (w & KVM_PAGETYPE_SEMI)
 			semi++;
 		if (level == W) {
@@ -656,6 +721,154 @@ static void test_env_failures(void)
 	teardown();
 }
 
+/*
+ * The calls since the last expect_calls(), as "D-40 T+40 R40": D+ grant,
+ * D- revoke, D~ lazy revoke, S sync.
+ */
+static void expect_calls(const char *want)
+{
+	char got[MAX_CALLS * 12] = "";
+	size_t len = 0;
+
+	T_ASSERT(fk.ncalls <= MAX_CALLS, "too many calls: %u", fk.ncalls);
+	for (unsigned int i = 0; i < fk.ncalls; i++) {
+		const struct call *c = &fk.calls[i];
+
+		static const char * const dma[] = { "+", "-", "~" };
+
+		if (c->what == 'S') {
+			len += snprintf(got + len, sizeof(got) - len, "%sS",
+					i ? " " : "");
+			continue;
+		}
+		len += snprintf(got + len, sizeof(got) - len, "%s%c%s%llu",
+				i ? " " : "", c->what,
+				c->what == 'R' ? "" :
+				c->what == 'D' ? dma[c->on] : c->on ? "+" : "-",
+				(unsigned long long)c->gfn);
+	}
+	T_ASSERT(!strcmp(got, want), "calls \"%s\", expected \"%s\"", got,
+		 want);
+	fk.ncalls = 0;
+}
+
+/*
+ * The DMA hook: which transitions change DMA rights, in which order
+ * against tracking and reading, and what a failure undoes.
+ */
+static void test_dma(void)
+{
+	setup(1024, 0);
+	/* Coarse: revoked before the frame is tracked or read. */
+	T_EQ(pin(1, 40), KVM_PAGETYPE_R_OK);
+	expect_calls("D-40 T+40 R40");
+	T_EQ(pin(1, 40), KVM_PAGETYPE_R_EXIST);
+	expect_calls("");
+	/* Granted once the frame is writable and untracked. */
+	T_EQ(unpin(40), KVM_PAGETYPE_R_OK);
+	expect_calls("T-40 D+40");
+	T_EQ(unpin(40), KVM_PAGETYPE_R_NOENT);
+	expect_calls("");
+
+	/* A revoke that fails fails the op and touches nothing else. */
+	fk.fail_dma = 1;
+	T_EQ(pin(1, 41), KVM_PAGETYPE_R_IO);
+	expect_calls("D-41");
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 41), KVM_PAGETYPE_R_IO);
+	expect_calls("D~41");
+	T_EQ(query(41), 0);
+	fk.fail_dma = 0;
+	/* Failures after the revoke give it back, last. */
+	fk.fail_track = 1;
+	T_EQ(pin(1, 41), KVM_PAGETYPE_R_IO);
+	expect_calls("D-41 T+41 D+41");
+	fk.fail_track = 0;
+	fk.fail_read = 1;
+	T_EQ(pin(1, 41), KVM_PAGETYPE_R_IO);
+	expect_calls("D-41 T+41 R41 T-41 D+41");
+	fk.fail_read = 0;
+	page(42)[0] = pte(2000, 0);
+	T_EQ(pin(1, 42), KVM_PAGETYPE_R_RANGE);
+	expect_calls("D-42 T+42 R42 T-42 D+42");
+	/* Refused before anything is asked of the environment. */
+	T_EQ(pin(1, 1024), KVM_PAGETYPE_R_RANGE);
+	page(43)[0] = pte(44, PT_RW);
+	T_EQ(pin(1, 43), KVM_PAGETYPE_R_OK);
+	expect_calls("D-43 T+43 R43");
+	T_EQ(pin(1, 44), KVM_PAGETYPE_R_BUSY);
+	expect_calls("");
+	T_EQ(unpin(43), KVM_PAGETYPE_R_OK);
+	expect_calls("T-43 D+43");
+	check_invariants();
+
+	/*
+	 * Semi-writable carries the DMA change, lazily, synced before the
+	 * batch returns; semi <-> table none.
+	 */
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 50), KVM_PAGETYPE_R_OK);
+	expect_calls("D~50 S");
+	T_EQ(pin(1, 50), KVM_PAGETYPE_R_OK);
+	expect_calls("T+50 R50");
+	T_EQ(unpin(50), KVM_PAGETYPE_R_OK);
+	expect_calls("T-50");
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 50), KVM_PAGETYPE_R_OK);
+	expect_calls("D+50");
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_FINE),
+	     KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 51), KVM_PAGETYPE_R_MODE);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 51), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 51), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(51), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 51), KVM_PAGETYPE_R_OK);
+	expect_calls("D~51 S T+51 R51 T-51 D+51");
+	check_invariants();
+
+	/* Reset: tables untracked, then everything reachable again. */
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_COARSE),
+	     KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 60), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 61), KVM_PAGETYPE_R_OK);
+	expect_calls("D-60 T+60 R60 D~61 S");
+	pt_engine_reset(&eng);
+	expect_calls("T-60 D+60 D+61");
+	check_invariants();
+
+	/* One sync per batch, and one before a pin validates anything. */
+	{
+		struct kvm_pagetype_op b[] = {
+			{ .code = KVM_PAGETYPE_OP_TO_SEMI, .arg = 70 },
+			{ .code = KVM_PAGETYPE_OP_TO_SEMI, .arg = 72 },
+			{ .code = KVM_PAGETYPE_OP_TO_SEMI, .arg = 1024 },
+			{ .code = KVM_PAGETYPE_OP_PIN_L1, .arg = 1024 },
+			{ .code = KVM_PAGETYPE_OP_PIN_L1, .arg = 72 },
+			{ .code = KVM_PAGETYPE_OP_TO_SEMI, .arg = 74 },
+			{ .code = KVM_PAGETYPE_OP_TO_WRITABLE, .arg = 70 },
+		};
+
+		T_EQ(pt_engine_batch(&eng, b, 7), 7);
+		T_EQ(b[2].result, KVM_PAGETYPE_R_RANGE);
+		T_EQ(b[3].result, KVM_PAGETYPE_R_RANGE);
+		T_EQ(b[4].result, KVM_PAGETYPE_R_OK);
+		expect_calls("D~70 D~72 S T+72 R72 D~74 D+70 S");
+		T_EQ(unpin(72), KVM_PAGETYPE_R_OK);
+		T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 72), KVM_PAGETYPE_R_OK);
+		T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 74), KVM_PAGETYPE_R_OK);
+		expect_calls("T-72 D+72 D+74");
+		check_invariants();
+	}
+
+	/* Without the hook the rules are the same. */
+	env.dma = NULL;
+	T_EQ(pin(1, 62), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(62), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 62), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 62), KVM_PAGETYPE_R_OK);
+	expect_calls("T+62 R62 T-62");
+	env.dma = fake_dma;
+	check_invariants();
+	teardown();
+}
+
 static void test_doorbell_reset(void)
 {
 	setup(1024, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
@@ -786,6 +999,7 @@ int main(void)
 	test_batch();
 	test_writes();
 	test_env_failures();
+	test_dma();
 	test_doorbell_reset();
 	test_threads();
 	printf("test-pagetype: all cases passed\n");

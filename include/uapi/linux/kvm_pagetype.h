@@ -19,6 +19,13 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
+/*
+ * The version changes when an existing op, result or ioctl changes
+ * meaning.  Additions keep it: a new ioctl is found by trying it (-ENOTTY
+ * before), and fields appended to struct kvm_pagetype_stats change
+ * KVM_PAGETYPE_GET_STATS's size, while the module still answers the older
+ * size with the fields it had.
+ */
 #define KVM_PAGETYPE_ABI_VERSION	1
 
 /*
@@ -155,6 +162,12 @@ struct kvm_pagetype_stats {
 	__u64 pinned[4];	/* tables pinned now, L1..L4 */
 	__u64 semi;		/* semi-writable frames now */
 	__u64 vms;		/* global: VMs attached now; per VM: 1 */
+	/* DMA confinement (KVM_PAGETYPE_DMA_CONFINE); appended in ABI 1. */
+	__u64 dma_maps;		/* 4 KiB IOMMU mappings made */
+	__u64 dma_unmaps;	/* 4 KiB IOMMU mappings removed by type changes */
+	__u64 dma_flushes;	/* IOTLB syncs waited for by type changes */
+	__u64 dma_pinned;	/* guest pages pinned for DMA now */
+	__u64 dma_devices;	/* devices confined now */
 };
 
 #define KVM_PAGETYPE_STATS_GLOBAL	(1U << 0)
@@ -181,5 +194,27 @@ struct kvm_pagetype_get_stats {
  * writable, coarse mode, no doorbell.  A killed VM stays killed.
  */
 #define KVM_PAGETYPE_RESET	_IO(KVM_PAGETYPE_IOC_MAGIC, 0x05)
+
+/*
+ * DMA confinement: the PCI device at segment:bus:slot.function, alone in
+ * its IOMMU group and bound to no driver, gets an IOMMU domain of its own
+ * in which the VM's RAM is mapped at IOVA = guest-physical address, except
+ * the frames whose type forbids DMA (page tables, semi-writable frames).
+ * One device per VM; it is released by DMA_RELEASE, by closing the file,
+ * and when a memslot goes away.  docs/pagetype.md, "DMA confinement".
+ */
+struct kvm_pagetype_dma_device {
+	__u32 segment;		/* PCI domain */
+	__u8 bus;
+	__u8 devfn;		/* slot << 3 | function */
+	__u16 pad;		/* 0 */
+	__u32 flags;		/* 0 */
+	__u32 pad2;		/* 0 */
+};
+
+#define KVM_PAGETYPE_DMA_CONFINE _IOW(KVM_PAGETYPE_IOC_MAGIC, 0x06, \
+				      struct kvm_pagetype_dma_device)
+#define KVM_PAGETYPE_DMA_RELEASE _IOW(KVM_PAGETYPE_IOC_MAGIC, 0x07, \
+				      struct kvm_pagetype_dma_device)
 
 #endif /* _UAPI_LINUX_KVM_PAGETYPE_H */
