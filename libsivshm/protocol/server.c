@@ -198,6 +198,14 @@ static uint32_t hello_check(struct proto_server *srv, int conn,
 	return 0;
 }
 
+static int same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 /*
  * Reducer @id handed back the slot @fd it holds.  Once a slot has gone to a
  * reducer, the one it holds is ours: only a slot given to nobody yet can be
@@ -215,6 +223,22 @@ static uint32_t server_take_slot(struct proto_server *srv, uint32_t id,
 	if (proto_slot_check(fd, srv->slot_fd[id], srv->geo.slice_size, why)) {
 		close(fd);
 		return PROTO_E_FDS;
+	}
+	/*
+	 * One file in two slots would show one reducer what the mapper
+	 * writes for another: a slot handed back must be none of ours.
+	 */
+	for (uint32_t j = 0; j <= srv->geo.nreducers; j++) {
+		if (j != id && same_file(fd, srv->slot_fd[j])) {
+			close(fd);
+			*why = "the slot is another slot of this mapper";
+			return PROTO_E_FDS;
+		}
+	}
+	if (same_file(fd, srv->slot_fd[id])) {
+		close(fd);			/* ours already */
+		srv->given |= 1ull << id;
+		return 0;
 	}
 	err = srv->adopt_slot(srv->opaque, id, fd);
 	if (err) {

@@ -230,6 +230,54 @@ static void hand_back(void)
 	     "bad ones refused");
 }
 
+/*
+ * A reducer that held two ids before the restart hands the same slot back
+ * for both: the second is refused, so no file backs two slots of the new
+ * mapper (one reducer would see what the mapper writes for the other).
+ */
+static void hand_back_alias(void)
+{
+	char dir[] = "/dev/shm/sivshm-test-alias-XXXXXX", path[108];
+	char file[PATH_MAX];
+	struct sivshm_mapper_opts opts = {
+		.socket_path = path, .name = "alias", .size = 1 << 20,
+		.nreducers = 2, .nvectors = 1, .flags = SIVSHM_PERSIST,
+	};
+	struct sivshm *m;
+	int s1, s2, held1, held2, got;
+
+	T_ASSERT(mkdtemp(dir), "mkdtemp");
+	opts.dir = dir;
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	T_EQ(sivshm_mapper_open(&m, &opts), 0);
+	s1 = join(path, 1, -1, &held1);
+	s2 = join(path, 2, -1, &held2);
+	close(s1);
+	close(s2);
+	sivshm_close(m);
+
+	T_EQ(sivshm_mapper_open(&m, &opts), 0);
+	s1 = join(path, 1, held2, &got);	/* slot 2's file, as slot 1 */
+	same_file(got, held2, "slot 2's file was not taken as slot 1");
+	close(got);
+	refused(path, 2, dup(held2), "the same file again, as slot 2");
+	strcpy(sivshm_slot(m, 1), "for reducer 1");
+	T_ASSERT(strcmp(sivshm_slot(m, 2), "for reducer 1"),
+		 "slots 1 and 2 share their memory");
+	close(s1);
+	sivshm_close(m);
+
+	close(held1);
+	close(held2);
+	for (int j = 0; j <= 2; j++) {
+		snprintf(file, sizeof(file), "%s/alias.slot%d", dir, j);
+		T_EQ(unlink(file), 0);
+	}
+	unlink(path);
+	T_EQ(rmdir(dir), 0);
+	puts("hand-back: one file is never two slots");
+}
+
 /* A mapper that is not persistent closes a slot handed back, unused. */
 static void hand_back_ignored(void)
 {
@@ -305,6 +353,7 @@ int main(void)
 	sivshm_set_logger(watch_log);
 	persist();
 	hand_back();
+	hand_back_alias();
 	hand_back_ignored();
 #if defined(__SANITIZE_ADDRESS__)
 	/* ASan intercepts mlock() and makes it succeed without locking. */
