@@ -80,6 +80,13 @@ overlay() {
 	done
 }
 
+# One build at a time: a second make (another build tree, a second
+# terminal) waits here and then finds the first one's result, instead of
+# removing the work directory (or the incremental tree) under its compiler.
+mkdir -p "$cache/qemu"
+exec 9>"$cache/qemu/.lock"
+flock 9
+
 if [ -e "$out/.complete" ] && [ -z "${SIVSHM_REBUILD:-}" ]; then
 	echo "qemu-sivshm: cached build $out (source $version)"
 else
