@@ -21,6 +21,16 @@ test -c /dev/kvm-pagetype
 """
 
 
+def iommu_host(name, script, programs=(), qemu_args=(), **opts):
+    """host() on q35 with an emulated VT-d (interrupt remapping, caching
+    mode: level 0's QEMU sees every IOTLB invalidation) and the edu device
+    alone in its IOMMU group, for DMA confinement; @qemu_args adds more."""
+    return host(name, script, programs, machine="q35,kernel-irqchip=split",
+                qemu_args=["-device", "intel-iommu,intremap=on,caching-mode=on",
+                           "-device", "edu"] + list(qemu_args),
+                cmdline="intel_iommu=on", **opts)
+
+
 def host(name, script, programs=(), npt=0, module_path=None, **opts):
     """A level-1 guest with kvm_amd npt=<npt> and kvm_pagetype loaded (ours,
     or the one at @module_path)."""

@@ -13,6 +13,16 @@
  * the doorbell page (no exit to user space); a store to a pinned table
  * (trapped and validated) against a store to an ordinary page; pin and
  * unpin per level, from the VMM.
+ *
+ *   pagetype-bench dma SSSS:BB:DD.F [FRAMES]     (default 4096)
+ *
+ * The IOMMU half (docs/pagetype.md, "DMA confinement"), with the PCI
+ * device named (QEMU's edu in a level 1 with emulated VT-d) confined to
+ * the VM: a conversion per frame at batch sizes 1, 8, 64 and 512, in
+ * fine-grained mode (writable -> semi-writable, one IOTLB flush per call)
+ * against coarse mode (writable -> L1 table, one flush per frame); then
+ * the other transitions of each mode.  FRAMES (rounded up to a multiple
+ * of 512) conversions of each.
  */
 #include <sys/ioctl.h>
 #include <time.h>
@@ -111,6 +121,173 @@ static void pin_unpin(struct kt_vm *vm, int level, uint64_t first,
 	*unpin_us = t_unpin * 1e6 / count;
 }
 
+/* The DMA rows' frames: every other one from 4 MiB, in an 8 MiB VM. */
+#define DMA_FIRST	0x400
+#define DMA_MAX		512
+#define DMA_GFN(i)	(DMA_FIRST + 2 * (i))
+#define OP(x)		KVM_PAGETYPE_OP_##x
+
+enum { T_CONV, T_PIN, T_UNPIN, T_BACK, NR_T };
+
+struct dma_cost {
+	double us[NR_T];	/* per frame */
+	double flushes;		/* per batch of b frames */
+	double calls;		/* RUN_BATCH calls per batch */
+};
+
+/*
+ * One op on each of b frames, as a guest would issue a batch of b: in as
+ * few RUN_BATCH calls as the ABI allows (256 ops to a call, and 64 pins
+ * by the work budget), resubmitting what a call skipped.  Returns
+ * seconds; adds the calls made to *calls, if calls.
+ */
+static double dma_ops(struct kt_vm *vm, uint16_t code, uint32_t b,
+		      uint64_t *calls)
+{
+	struct kvm_pagetype_op ops[KVM_PAGETYPE_MAX_BATCH];
+	uint32_t i, j, n, done;
+	double t0, t = 0;
+
+	for (i = 0; i < b; i += done) {
+		n = b - i < KVM_PAGETYPE_MAX_BATCH ? b - i :
+			KVM_PAGETYPE_MAX_BATCH;
+		for (j = 0; j < n; j++)
+			ops[j] = (struct kvm_pagetype_op){
+				.code = code, .arg = DMA_GFN(i + j) };
+		t0 = now();
+		KT_EQ(kt_batch(vm, ops, n, &done), 0);
+		t += now() - t0;
+		if (calls)
+			(*calls)++;
+		KT_ASSERT(done, "no op run");
+		for (j = 0; j < done; j++)
+			KT_ASSERT(ops[j].result == KVM_PAGETYPE_R_OK,
+				  "op %u on gfn %#llx: result %u", code,
+				  (unsigned long long)ops[j].arg,
+				  ops[j].result);
+	}
+	return t;
+}
+
+/*
+ * frames conversions, b to a batch, in one mode.  Fine: writable -> semi
+ * (the conversion), semi -> L1, unpin to semi, semi -> writable.  Coarse:
+ * writable -> L1 (the conversion), unpin to writable.  One round first,
+ * untimed, so that the first write protection of each frame is not in it.
+ */
+static void dma_cost(struct kt_vm *vm, bool fine, uint32_t b,
+		     uint32_t frames, struct dma_cost *c)
+{
+	uint64_t conv_calls = 0;
+	struct kvm_pagetype_stats s0, s;
+	double t[NR_T] = { 0 }, warm[NR_T] = { 0 };
+	uint32_t r, rounds = frames / b;
+	int k;
+
+	KT_EQ(kt_op(vm, OP(SET_MODE),
+		    fine ? KVM_PAGETYPE_MODE_FINE : KVM_PAGETYPE_MODE_COARSE),
+	      KVM_PAGETYPE_R_OK);
+	for (r = 0; r <= rounds; r++) {
+		double *tt = r ? t : warm;
+
+		if (r == 1)
+			kt_stats(vm, false, &s0);
+		tt[T_CONV] += dma_ops(vm, fine ? OP(TO_SEMI) : OP(PIN_L1), b,
+				      r ? &conv_calls : NULL);
+		if (r == rounds)
+			kt_stats(vm, false, &s);
+		if (fine) {
+			tt[T_PIN] += dma_ops(vm, OP(PIN_L1), b, NULL);
+			tt[T_UNPIN] += dma_ops(vm, OP(UNPIN), b, NULL);
+			tt[T_BACK] += dma_ops(vm, OP(TO_WRITABLE), b, NULL);
+		} else {
+			tt[T_UNPIN] += dma_ops(vm, OP(UNPIN), b, NULL);
+		}
+	}
+	for (k = 0; k < NR_T; k++)
+		c->us[k] = t[k] * 1e6 / (rounds * b);
+	/*
+	 * Between s0 and s only the conversions flush: a pin of a
+	 * semi-writable frame has nothing left to sync (the batch that made
+	 * it semi-writable synced before it returned), and maps do not flush.
+	 */
+	c->flushes = (double)(s.dma_flushes - s0.dma_flushes) / rounds;
+	c->calls = (double)conv_calls / rounds;
+}
+
+static int dma_bench(const char *dev, uint32_t frames)
+{
+	static const uint32_t sizes[] = { 1, 8, 64, DMA_MAX };
+	struct dma_cost fine[4], coarse[4];
+	struct kvm_pagetype_dma_device d = { 0 };
+	unsigned int seg, bus, slot, fn;
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	size_t i;
+
+	KT_ASSERT(sscanf(dev, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
+		  "PCI name %s", dev);
+	d.segment = seg;
+	d.bus = bus;
+	d.devfn = slot << 3 | fn;
+	frames = frames ? (frames + DMA_MAX - 1) / DMA_MAX * DMA_MAX : DMA_MAX;
+
+	kt_vm_create(&vm, 8 << 20);
+	KT_ASSERT(DMA_GFN(DMA_MAX - 1) < vm.mem_size / KT_PAGE, "VM size");
+	KT_EQ(kt_attach(&vm, 0), 0);
+	KT_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_CONFINE, &d),
+		  "DMA_CONFINE %s", dev);
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.dma_devices, 1);
+
+	for (i = 0; i < 4; i++) {
+		dma_cost(&vm, true, sizes[i], frames, &fine[i]);
+		dma_cost(&vm, false, sizes[i], frames, &coarse[i]);
+	}
+
+	printf("kvm_pagetype DMA confinement, %s confined, %u conversions "
+	       "per cell (level 1 under TCG with emulated VT-d, its guest "
+	       "under KVM; ratios only)\n", dev, frames);
+	printf("%-12s %12s %12s %8s %16s %16s\n", "frames/batch",
+	       "fine us/fr", "coarse us/fr", "ratio", "fine flushes/b",
+	       "coarse flushes/b");
+	for (i = 0; i < 4; i++)
+		printf("%-12u %12.2f %12.2f %8.2f %16.2f %16.2f\n", sizes[i],
+		       fine[i].us[T_CONV], coarse[i].us[T_CONV],
+		       coarse[i].us[T_CONV] / fine[i].us[T_CONV],
+		       fine[i].flushes, coarse[i].flushes);
+	printf("(fine: writable -> semi-writable; coarse: writable -> L1 "
+	       "pin; a batch of 512 is %.0f RUN_BATCH calls in fine mode "
+	       "(256 ops a call), %.0f in coarse (64 pins a call))\n",
+	       fine[3].calls, coarse[3].calls);
+	printf("\nper frame, us, by batch size\n");
+	printf("%-44s", "transition");
+	for (i = 0; i < 4; i++)
+		printf(" %8u", sizes[i]);
+	printf("\n");
+#define DMA_ROW(what, m, k)						\
+	do {								\
+		printf("%-44s", what);					\
+		for (i = 0; i < 4; i++)					\
+			printf(" %8.2f", m[i].us[k]);			\
+		printf("\n");						\
+	} while (0)
+	DMA_ROW("coarse: pin L1, writable -> table", coarse, T_CONV);
+	DMA_ROW("coarse: unpin, table -> writable (map)", coarse, T_UNPIN);
+	DMA_ROW("fine: writable -> semi-writable", fine, T_CONV);
+	DMA_ROW("fine: pin L1, semi-writable -> table", fine, T_PIN);
+	DMA_ROW("fine: unpin, table -> semi-writable", fine, T_UNPIN);
+	DMA_ROW("fine: semi-writable -> writable (map)", fine, T_BACK);
+#undef DMA_ROW
+
+	KT_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_RELEASE, &d),
+		  "DMA_RELEASE");
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.dma_pinned, 0);
+	kt_vm_destroy(&vm);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 100000;
@@ -122,6 +299,9 @@ int main(int argc, char **argv)
 	struct kt_vm vm;
 	int level;
 
+	if (argc > 2 && !strcmp(argv[1], "dma"))
+		return dma_bench(argv[2], argc > 3 ?
+				 strtoul(argv[3], NULL, 0) : 4096);
 	if (!tables)
 		tables = 64;
 	kt_vm_create(&vm, 8 << 20);

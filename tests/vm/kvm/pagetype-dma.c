@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -599,6 +600,294 @@ static void test_fine(void)
 	printf("ok fine\n");
 }
 
+/* Run ops as one batch, all of them; the caller checks their results. */
+static void batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
+		      uint32_t count)
+{
+	uint32_t done;
+
+	KT_EQ(kt_batch(vm, ops, count, &done), 0);
+	KT_EQ(done, count);
+}
+
+/*
+ * Bad batches while edu is confined.  Frames outside guest memory are
+ * R_RANGE in either mode, and nothing is mapped, unmapped or flushed for
+ * them.  A frame named twice in one batch gets, at each op, the result of
+ * its type at that point: the IOMMU work is that of the ops that
+ * succeeded, no more, and DMA reaches the frame as its final type says.
+ */
+static void test_bad_batches(void)
+{
+	struct kvm_pagetype_stats s0;
+	struct kt_vm vm;
+	long long pinned;
+	int mode, i;
+
+	new_vm(&vm);
+	KT_EQ(confine(vm.pt_fd, edu), 0);
+	pinned = foll_pinned();
+	kt_stats(&vm, false, &s0);
+
+	for (mode = KVM_PAGETYPE_MODE_COARSE; mode <= KVM_PAGETYPE_MODE_FINE;
+	     mode++) {
+		static const uint16_t codes[] = {
+			OP(PIN_L1), OP(UNPIN), OP(TO_SEMI), OP(TO_WRITABLE),
+		};
+		uint64_t out[] = { vm.nr_frames, vm.nr_frames + 1, 1ULL << 40,
+				   ~0ULL };
+		struct kvm_pagetype_op ops[4 * 4];
+
+		KT_EQ(kt_op(&vm, OP(SET_MODE), mode), R(OK));
+		kt_stats(&vm, false, &s0);
+		for (i = 0; i < 16; i++)
+			ops[i] = (struct kvm_pagetype_op){
+				.code = codes[i / 4], .arg = out[i % 4],
+			};
+		batch_all(&vm, ops, 16);
+		for (i = 0; i < 16; i++)
+			KT_EQ(ops[i].result, R(RANGE));
+		expect_dma(&vm, &s0, 0, 0, 0);
+		KT_EQ(s0.dma_pinned, 1024);
+	}
+
+	/*
+	 * Fine: the second TO_SEMI is R_EXIST; the pin syncs the first
+	 * one's lazy unmap (flush 1) and needs no unmap of its own; the
+	 * frame, a table, cannot go back to writable (R_TYPE); unpinned it
+	 * is semi-writable again, a second unpin is R_NOENT; back to
+	 * writable it is mapped; made semi again, unmapped, and the batch's
+	 * end flushes that (flush 2).
+	 */
+	{
+		struct kvm_pagetype_op ops[] = {
+			{ .code = OP(TO_SEMI), .arg = F_SEMI },
+			{ .code = OP(TO_SEMI), .arg = F_SEMI },
+			{ .code = OP(PIN_L1), .arg = F_SEMI },
+			{ .code = OP(PIN_L1), .arg = F_SEMI },
+			{ .code = OP(TO_WRITABLE), .arg = F_SEMI },
+			{ .code = OP(UNPIN), .arg = F_SEMI },
+			{ .code = OP(UNPIN), .arg = F_SEMI },
+			{ .code = OP(TO_WRITABLE), .arg = F_SEMI },
+			{ .code = OP(TO_SEMI), .arg = F_SEMI },
+		};
+		static const uint16_t want[] = {
+			R(OK), R(EXIST), R(OK), R(EXIST), R(TYPE), R(OK),
+			R(NOENT), R(OK), R(OK),
+		};
+
+		memset(kt_frame(&vm, F_SEMI), 0, KT_PAGE);
+		batch_all(&vm, ops, 9);
+		for (i = 0; i < 9; i++)
+			KT_EQ(ops[i].result, want[i]);
+		expect_dma(&vm, &s0, 1, 2, 2);
+		KT_ASSERT(!dma_lands(&vm, F_SEMI, 0x71), "DMA to semi");
+		KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_SEMI), R(OK));
+		KT_ASSERT(dma_lands(&vm, F_SEMI, 0x72), "DMA to writable");
+		kt_stats(&vm, false, &s0);
+	}
+
+	/*
+	 * Coarse: each pin unmaps and flushes, the unpin between maps, and
+	 * the repeats do nothing.
+	 */
+	{
+		struct kvm_pagetype_op ops[] = {
+			{ .code = OP(PIN_L1), .arg = F_TABLE },
+			{ .code = OP(PIN_L1), .arg = F_TABLE },
+			{ .code = OP(UNPIN), .arg = F_TABLE },
+			{ .code = OP(UNPIN), .arg = F_TABLE },
+			{ .code = OP(PIN_L1), .arg = F_TABLE },
+		};
+		static const uint16_t want[] = {
+			R(OK), R(EXIST), R(OK), R(NOENT), R(OK),
+		};
+
+		KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE),
+		      R(OK));
+		memset(kt_frame(&vm, F_TABLE), 0, KT_PAGE);
+		kt_stats(&vm, false, &s0);
+		batch_all(&vm, ops, 5);
+		for (i = 0; i < 5; i++)
+			KT_EQ(ops[i].result, want[i]);
+		expect_dma(&vm, &s0, 1, 2, 2);
+		KT_ASSERT(!dma_lands(&vm, F_TABLE, 0x73), "DMA to a table");
+		KT_ASSERT(frame_is(&vm, F_TABLE, 0), "table frame changed");
+		KT_EQ(kt_op(&vm, OP(UNPIN), F_TABLE), R(OK));
+		KT_ASSERT(dma_lands(&vm, F_TABLE, 0x74), "DMA after unpin");
+	}
+	/* Nothing pinned or unpinned by any of it. */
+	KT_EQ(foll_pinned(), pinned);
+	kt_stats(&vm, false, &s0);
+	KT_EQ(s0.dma_pinned, 1024);
+	KT_EQ(s0.kills, 0);
+	kt_vm_destroy(&vm);
+	printf("ok bad-batches\n");
+}
+
+/*
+ * A mode switch with frames in flight.  SET_MODE changes which
+ * transitions are allowed from then on, nothing else: no frame changes
+ * type, nothing is mapped, unmapped or flushed.  Semi-writable frames and
+ * tables made in one mode keep no DMA in the other; a revoke left lazy by
+ * TO_SEMI before the switch is synced by the next pin or the batch's end,
+ * as in one mode; a table unpins back to what it was in either mode.
+ */
+#define F_MODE_A	0x50
+#define F_MODE_B	0x52
+#define F_MODE_C	0x54
+#define F_MODE_D	0x56
+
+static void test_mode_switch(void)
+{
+	struct kvm_pagetype_stats s0;
+	struct kt_vm vm;
+	int i;
+
+	new_vm(&vm);
+	KT_EQ(confine(vm.pt_fd, edu), 0);
+	kt_stats(&vm, false, &s0);
+
+	/* Fine: A and B semi-writable (one flush), B a table. */
+	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	{
+		struct kvm_pagetype_op ops[] = {
+			{ .code = OP(TO_SEMI), .arg = F_MODE_A },
+			{ .code = OP(TO_SEMI), .arg = F_MODE_B },
+		};
+
+		batch_all(&vm, ops, 2);
+		KT_EQ(ops[0].result, R(OK));
+		KT_EQ(ops[1].result, R(OK));
+	}
+	KT_EQ(kt_op(&vm, OP(PIN_L1), F_MODE_B), R(OK));
+	expect_dma(&vm, &s0, 0, 2, 1);
+
+	/* To coarse: no IOMMU work, and A and B still take no DMA. */
+	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE), R(OK));
+	expect_dma(&vm, &s0, 0, 0, 0);
+	KT_ASSERT(kt_query(&vm, F_MODE_A) & KVM_PAGETYPE_SEMI, "A not semi");
+	KT_ASSERT(!dma_lands(&vm, F_MODE_A, 0x81), "DMA to semi after switch");
+	KT_ASSERT(!dma_lands(&vm, F_MODE_B, 0x82), "DMA to table after switch");
+	/* Coarse takes semi -> table too, without IOMMU work. */
+	KT_EQ(kt_op(&vm, OP(PIN_L1), F_MODE_A), R(OK));
+	KT_EQ(kt_op(&vm, OP(UNPIN), F_MODE_A), R(OK));
+	KT_EQ(kt_op(&vm, OP(UNPIN), F_MODE_B), R(OK));
+	expect_dma(&vm, &s0, 0, 0, 0);
+	KT_ASSERT(kt_query(&vm, F_MODE_B) & KVM_PAGETYPE_SEMI, "B not semi");
+	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_A), R(OK));
+	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_B), R(OK));
+	expect_dma(&vm, &s0, 2, 0, 0);
+	KT_ASSERT(dma_lands(&vm, F_MODE_A, 0x83), "DMA to A, writable again");
+	KT_ASSERT(dma_lands(&vm, F_MODE_B, 0x84), "DMA to B, writable again");
+
+	/*
+	 * Switches inside one batch: C's lazy unmap is synced by the coarse
+	 * pin of D (flush 1) before D's own unmap and flush (flush 2); then
+	 * fine again, and D, pinned from writable in coarse mode, unpins to
+	 * writable and is mapped.
+	 */
+	memset(kt_frame(&vm, F_MODE_D), 0, KT_PAGE);
+	{
+		struct kvm_pagetype_op ops[] = {
+			{ .code = OP(SET_MODE), .arg = KVM_PAGETYPE_MODE_FINE },
+			{ .code = OP(TO_SEMI), .arg = F_MODE_C },
+			{ .code = OP(PIN_L1), .arg = F_MODE_D },
+			{ .code = OP(SET_MODE), .arg = KVM_PAGETYPE_MODE_COARSE },
+			{ .code = OP(PIN_L1), .arg = F_MODE_D },
+			{ .code = OP(SET_MODE), .arg = KVM_PAGETYPE_MODE_FINE },
+		};
+		static const uint16_t want[] = {
+			R(OK), R(OK), R(MODE), R(OK), R(OK), R(OK),
+		};
+
+		batch_all(&vm, ops, 6);
+		for (i = 0; i < 6; i++)
+			KT_EQ(ops[i].result, want[i]);
+	}
+	expect_dma(&vm, &s0, 0, 2, 2);
+	KT_ASSERT(!dma_lands(&vm, F_MODE_C, 0x85), "DMA to semi C");
+	KT_ASSERT(!dma_lands(&vm, F_MODE_D, 0x86), "DMA to table D");
+	KT_ASSERT(frame_is(&vm, F_MODE_D, 0), "table D changed");
+	KT_EQ(kt_op(&vm, OP(UNPIN), F_MODE_D), R(OK));	/* in fine mode */
+	expect_dma(&vm, &s0, 1, 0, 0);
+	KT_ASSERT(dma_lands(&vm, F_MODE_D, 0x87), "DMA to D, unpinned");
+	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_C), R(OK));
+	expect_dma(&vm, &s0, 1, 0, 0);
+	KT_EQ(s0.kills, 0);
+	kt_vm_destroy(&vm);
+	printf("ok mode-switch\n");
+}
+
+/*
+ * The VM goes while edu is confined, with a table pinned and a frame
+ * semi-writable.  The KVM fds closed before the module's: the module
+ * holds the VM, so its pages stay pinned and mapped until the module's
+ * fd closes, then every one is released.  The process exiting without
+ * closing anything: the same, by the time its parent has reaped it.
+ * Either way edu is confinable by a new VM, and DMA lands there.
+ */
+static void vm_in_flight(struct kt_vm *vm)
+{
+	new_vm(vm);
+	KT_EQ(confine(vm->pt_fd, edu), 0);
+	KT_EQ(kt_op(vm, OP(PIN_L1), F_TABLE), R(OK));
+	KT_EQ(kt_op(vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	KT_EQ(kt_op(vm, OP(TO_SEMI), F_SEMI), R(OK));
+}
+
+static void test_vm_gone(void)
+{
+	long long pinned0 = foll_pinned();
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	int status;
+	pid_t pid;
+
+	vm_in_flight(&vm);
+	KT_EQ(foll_pinned() - pinned0, 1024);
+	munmap(vm.run, vm.run_size);
+	KT_EQ(close(vm.vcpu_fd), 0);
+	KT_EQ(close(vm.vm_fd), 0);
+	KT_EQ(close(vm.kvm_fd), 0);
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.dma_devices, 1);
+	KT_EQ(s.dma_pinned, 1024);
+	KT_EQ(foll_pinned() - pinned0, 1024);
+	KT_ASSERT(dma_lands(&vm, F_WRITABLE, 0x91), "DMA, KVM fds closed");
+	KT_EQ(close(vm.pt_fd), 0);
+	munmap(vm.mem, vm.mem_size);
+	global_stats(&s);
+	KT_EQ(s.dma_pinned, 0);
+	KT_EQ(s.dma_devices, 0);
+	KT_EQ(s.vms, 0);
+	KT_EQ(foll_pinned(), pinned0);
+	printf("# KVM fds closed first: pinned until the module's fd closed\n");
+
+	pid = fork();
+	KT_ASSERT(pid >= 0, "fork");
+	if (!pid) {
+		vm_in_flight(&vm);
+		_exit(0);
+	}
+	KT_EQ(waitpid(pid, &status, 0), pid);
+	KT_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "child status %#x", status);
+	global_stats(&s);
+	KT_EQ(s.dma_pinned, 0);
+	KT_EQ(s.dma_devices, 0);
+	KT_EQ(s.vms, 0);
+	KT_EQ(foll_pinned(), pinned0);
+	printf("# process exited with edu confined: nothing left pinned\n");
+
+	new_vm(&vm);
+	KT_EQ(confine(vm.pt_fd, edu), 0);
+	KT_ASSERT(dma_lands(&vm, F_WRITABLE, 0x92), "DMA in a new VM");
+	kt_vm_destroy(&vm);
+	KT_EQ(foll_pinned(), pinned0);
+	printf("ok vm-gone\n");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -608,6 +897,9 @@ static const struct {
 	{ "lifetimes", test_lifetimes },
 	{ "flushes", test_flushes },
 	{ "fine", test_fine },
+	{ "bad-batches", test_bad_batches },
+	{ "mode-switch", test_mode_switch },
+	{ "vm-gone", test_vm_gone },
 };
 
 int main(int argc, char **argv)
