@@ -182,6 +182,21 @@ static int kpt_dma_map(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn)
 	return 0;
 }
 
+/* Account for an unmap of gfn that removed @unmapped bytes. */
+static int kpt_dma_unmapped(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn,
+			    size_t unmapped)
+{
+	if (unmapped != PAGE_SIZE) {
+		dev_warn_ratelimited(&dma->pdev->dev,
+				     "vm%u: unmap of gfn %#llx removed %zu bytes\n",
+				     vm->id, gfn, unmapped);
+		return -EIO;
+	}
+	__clear_bit(gfn, dma->mapped);
+	vm->dma_unmaps++;
+	return 0;
+}
+
 /*
  * Unmap gfn.  iommu_unmap() syncs the IOTLB before it returns: from then
  * on no DMA of the device reaches the frame, not even through a cached
@@ -195,15 +210,7 @@ static int kpt_dma_unmap(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn)
 		return 0;
 	unmapped = iommu_unmap(dma->domain, gfn << PAGE_SHIFT, PAGE_SIZE);
 	vm->dma_flushes++;
-	if (unmapped != PAGE_SIZE) {
-		dev_warn_ratelimited(&dma->pdev->dev,
-				     "vm%u: unmap of gfn %#llx removed %zu bytes\n",
-				     vm->id, gfn, unmapped);
-		return -EIO;
-	}
-	__clear_bit(gfn, dma->mapped);
-	vm->dma_unmaps++;
-	return 0;
+	return kpt_dma_unmapped(vm, dma, gfn, unmapped);
 }
 
 /*
@@ -236,15 +243,7 @@ static int kpt_dma_unmap_lazy(struct kpt_vm *vm, struct kpt_dma *dma,
 		dma->gather.pgsize = PAGE_SIZE;
 	}
 	list_splice_init(&one.freelist, &dma->gather.freelist);
-	if (unmapped != PAGE_SIZE) {
-		dev_warn_ratelimited(&dma->pdev->dev,
-				     "vm%u: unmap of gfn %#llx removed %zu bytes\n",
-				     vm->id, gfn, unmapped);
-		return -EIO;
-	}
-	__clear_bit(gfn, dma->mapped);
-	vm->dma_unmaps++;
-	return 0;
+	return kpt_dma_unmapped(vm, dma, gfn, unmapped);
 }
 
 /* The engine's dma hook: the frame's type now allows DMA, or will not. */
