@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -888,6 +889,86 @@ static void test_vm_gone(void)
 	printf("ok vm-gone\n");
 }
 
+/*
+ * Release while batches run: a thread converts the scattered frames
+ * writable -> semi-writable -> writable in a loop (fine mode) while the
+ * main thread releases edu.  The engine's lock orders the two: every op
+ * of every batch is R_OK, nothing stays pinned, batches after the release
+ * do no IOMMU work, and edu can be confined again, DMA landing where the
+ * frames' types allow.
+ */
+#define F_RACE		0x200	/* below 4 MiB: pagetype-dma.py counts above */
+
+struct racer {
+	struct kt_vm *vm;
+	int stop;
+	unsigned long rounds;
+};
+
+static void *race_batches(void *arg)
+{
+	struct racer *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		scatter_batch(r->vm, OP(TO_SEMI), F_RACE);
+		scatter_batch(r->vm, OP(TO_WRITABLE), F_RACE);
+		__atomic_add_fetch(&r->rounds, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void rounds_pass(struct racer *r, unsigned long n)
+{
+	unsigned long until = __atomic_load_n(&r->rounds, __ATOMIC_ACQUIRE) + n;
+
+	while (__atomic_load_n(&r->rounds, __ATOMIC_ACQUIRE) < until)
+		usleep(1000);
+}
+
+static void test_release_racing(void)
+{
+	long long pinned0 = foll_pinned();
+	struct kvm_pagetype_stats s, after;
+	struct racer r = { 0 };
+	unsigned long at;
+	struct kt_vm vm;
+	pthread_t t;
+
+	new_vm(&vm);
+	KT_EQ(confine(vm.pt_fd, edu), 0);
+	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	r.vm = &vm;
+	KT_EQ(pthread_create(&t, NULL, race_batches, &r), 0);
+	rounds_pass(&r, 10);
+	KT_EQ(release(vm.pt_fd, edu), 0);
+	at = __atomic_load_n(&r.rounds, __ATOMIC_ACQUIRE);
+	rounds_pass(&r, 10);
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	KT_EQ(pthread_join(t, NULL), 0);
+
+	kt_stats(&vm, false, &s);
+	KT_EQ(s.dma_devices, 0);
+	KT_EQ(s.dma_pinned, 0);
+	KT_EQ(foll_pinned(), pinned0);
+	scatter_batch(&vm, OP(TO_SEMI), F_RACE);
+	scatter_batch(&vm, OP(TO_WRITABLE), F_RACE);
+	kt_stats(&vm, false, &after);
+	KT_EQ(after.dma_maps, s.dma_maps);
+	KT_EQ(after.dma_unmaps, s.dma_unmaps);
+	KT_EQ(after.dma_flushes, s.dma_flushes);
+
+	KT_EQ(confine(vm.pt_fd, edu), 0);
+	KT_ASSERT(dma_lands(&vm, F_RACE + 2 * 3, 0xa1),
+		  "DMA after confining again");
+	KT_EQ(kt_op(&vm, OP(TO_SEMI), F_RACE + 2 * 5), R(OK));
+	KT_ASSERT(!dma_lands(&vm, F_RACE + 2 * 5, 0xa2), "DMA to semi");
+	kt_vm_destroy(&vm);
+	KT_EQ(foll_pinned(), pinned0);
+	printf("# release while batches ran: released after round %lu of %lu, every op R_OK, nothing pinned\n",
+	       at, r.rounds);
+	printf("ok release-racing\n");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -900,6 +981,7 @@ static const struct {
 	{ "bad-batches", test_bad_batches },
 	{ "mode-switch", test_mode_switch },
 	{ "vm-gone", test_vm_gone },
+	{ "release-racing", test_release_racing },
 };
 
 int main(int argc, char **argv)

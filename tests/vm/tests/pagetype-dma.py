@@ -11,7 +11,8 @@ no page pinned.  Bad batches with edu confined (frames outside guest
 memory, a frame named twice) do the IOMMU work of the ops that succeeded
 and no more; a mode switch with semi-writable frames and tables in flight
 changes no mapping; the VM going with edu confined (KVM fds closed first,
-or the process exiting) leaves nothing pinned and edu confinable again.
+or the process exiting) leaves nothing pinned and edu confinable again;
+so does a release while another thread runs batches of conversions.
 The flushes are counted twice: by the module, and by level
 0's QEMU (its vtd_inv_desc_iotlb_pages trace): 64 pins of scattered frames
 in one coarse batch are 64 IOTLB invalidations, one per frame; in
@@ -39,7 +40,7 @@ def test():
     check(r.outcome == "pass", r.describe())
     out = r.text()
     for name in ("refusals", "coarse", "lifetimes", "flushes", "fine",
-                 "bad-batches", "mode-switch", "vm-gone"):
+                 "bad-batches", "mode-switch", "vm-gone", "release-racing"):
         check("ok " + name in out, "test %s did not pass" % name)
     dmesg = r.dmesg.decode(errors="replace")
     # Two DMA writes bounced: into the table and into the semi frame.
