@@ -72,5 +72,14 @@ pkgs="$pkgs libxml2-dev libvirt-clients libxml2-utils"
 pkgs="$pkgs libvirt-daemon-system libvirt-daemon-system-sysv
 	libvirt-daemon-driver-qemu"
 
+# Installing a daemon starts it unless policy-rc.d says no (this image's
+# does).  Say no for this install where nothing does: the tests start the
+# daemons they need themselves, and a libvirtd left running would be
+# somebody else's to them.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod 0755 /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $pkgs
