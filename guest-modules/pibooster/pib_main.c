@@ -1,0 +1,1322 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pibooster: the PiBooster page-table cache for a stock Linux guest.
+ *
+ * A paravirtual guest whose page tables the host validates pays for every
+ * page-table allocation and free with a type change (Xen's pin and unpin),
+ * and, where a device is confined by the IOMMU, with an IOMMU update and
+ * an IOTLB flush.  PiBooster keeps freed tables in per-level caches of
+ * semi-writable frames: a frame enters the cache with one batched
+ * conversion, and moves between semi-writable and page table from then on
+ * without touching the IOMMU.
+ *
+ * The stock kernel's page-table allocators are replaced through the
+ * livepatch API (the pv_ops call sites are patched at boot, so writing
+ * pv_ops now would do nothing).  Every table the hooks hand out is pinned
+ * at its level before the kernel links it in.  A freed table is unpinned,
+ * and goes back to the cache or to the page allocator, only once the
+ * kernel has dropped its last reference to the page: the module holds a
+ * reference of its own, so the moment the kernel would have freed the
+ * page (after the mmu_gather's TLB flush and the RCU deferral of table
+ * freeing) is the moment the count falls to ours.  docs/pibooster.md
+ * explains the design, the sysfs interface and what is not covered yet.
+ *
+ * The op batches go to a backend.  This version carries the local one:
+ * the page-type rule engine the host module runs (kvm-pagetype/pt_rules.c),
+ * run in the guest on the guest's own frames, so that every transition
+ * the cache makes is checked against the same rules without a host.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/kobject.h>
+#include <linux/livepatch.h>
+#include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/module.h>
+#include <linux/sched/task.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/srcu.h>
+#include <linux/sysfs.h>
+#include <linux/vmalloc.h>
+#include <linux/workqueue.h>
+#include <asm/pgalloc.h>
+#include <asm/paravirt.h>
+
+#include "pt_rules.h"
+
+/* Only passed on: asm/tlb.h is not for modules. */
+struct mmu_gather;
+
+/*
+ * The levels the hooks cover: L1 (pte), L2 (pmd), L3 (pud).  The root
+ * (pgd, and p4d under 5-level paging) is allocated by the stock kernel
+ * and never pinned: docs/pibooster.md says why.
+ */
+#define PIB_LEVELS		3
+
+/* Per-frame state, one byte each (pib_state). */
+#define PIB_S_LEVEL		0x07	/* 1..3 while a table or cached */
+#define PIB_S_SEMI		0x08	/* semi-writable at the backend */
+#define PIB_S_TABLE		0x10	/* pinned by us, the kernel's table */
+#define PIB_S_PENDING		0x20	/* freed by a hook, awaiting the count */
+#define PIB_S_CACHED		0x40	/* in a cache list */
+
+/* Reaper cadence: pending pages every 2 jiffies, a full sweep each second. */
+#define PIB_REAP_DELAY		2
+#define PIB_SWEEP_DELAY		HZ
+
+/* Frames handled per batch when releasing: up to two ops each. */
+#define PIB_RELEASE_CHUNK	(KVM_PAGETYPE_MAX_BATCH / 2)
+
+static unsigned int fill = 64;
+module_param(fill, uint, 0644);
+MODULE_PARM_DESC(fill, "frames per level put in the cache when it is enabled");
+
+static bool enable = true;
+module_param(enable, bool, 0444);
+MODULE_PARM_DESC(enable, "enable the cache at load (else coarse: hooks only)");
+
+struct pib_level {
+	spinlock_t lock;	/* head, count */
+	unsigned long head;	/* pfn + 1 of the first cached frame, 0: none */
+	unsigned long count;
+	atomic_long_t tables;	/* live tables we pinned at this level */
+	unsigned long limit;	/* by number; ULONG_MAX: none */
+	unsigned int ratio;	/* or percent of tables; 0: by number */
+};
+
+/* The module's counters, one file each in stats/. */
+enum pib_stat {
+	PIB_HITS,
+	PIB_MISSES,
+	PIB_PINS,
+	PIB_UNPINS,
+	PIB_TO_SEMI,
+	PIB_TO_WRITABLE,
+	PIB_BATCHES,
+	PIB_ERRORS,
+	PIB_MODE_RETRIES,
+	PIB_FREED_BY_HOOK,
+	PIB_FREED_INLINE,
+	PIB_RELEASED,
+	PIB_SHRINKER_FREED,
+	PIB_STOCK,
+	PIB_STALE,
+	PIB_NR_STATS
+};
+
+static const char * const pib_stat_names[PIB_NR_STATS] = {
+	[PIB_HITS] = "hits",
+	[PIB_MISSES] = "misses",
+	[PIB_PINS] = "pins",
+	[PIB_UNPINS] = "unpins",
+	[PIB_TO_SEMI] = "to_semi",
+	[PIB_TO_WRITABLE] = "to_writable",
+	[PIB_BATCHES] = "batches",
+	[PIB_ERRORS] = "errors",
+	[PIB_MODE_RETRIES] = "mode_retries",
+	[PIB_FREED_BY_HOOK] = "freed_by_hook",
+	[PIB_FREED_INLINE] = "freed_inline",
+	[PIB_RELEASED] = "released",
+	[PIB_SHRINKER_FREED] = "shrinker_freed",
+	[PIB_STOCK] = "stock",
+	[PIB_STALE] = "stale",
+};
+
+static struct pib_level pib_levels[PIB_LEVELS];
+static atomic_long_t pib_stats[PIB_NR_STATS];
+
+static u8 *pib_state;
+static unsigned long pib_nr_frames;
+static struct mm_struct *pib_init_mm;
+
+static DEFINE_MUTEX(pib_mode_lock);	/* pib_cache_on transitions */
+static bool pib_cache_on;		/* read under a level lock too */
+
+static DEFINE_SPINLOCK(pib_pending_lock);
+static LIST_HEAD(pib_pending);		/* freed through a hook: page->lru */
+static unsigned long pib_next_sweep;
+static bool pib_stopping;
+static void pib_reap(struct work_struct *work);
+static DECLARE_DELAYED_WORK(pib_reaper, pib_reap);
+
+/* ---- the backend: the guest's own copy of the host's rule engine ---- */
+
+static struct pt_engine pib_engine;
+
+static int pib_local_read(void *priv, u64 gfn, u64 *entries)
+{
+	if (!pfn_valid(gfn))
+		return -EFAULT;
+	memcpy(entries, page_address(pfn_to_page(gfn)), PT_PAGE_SIZE);
+	return 0;
+}
+
+static int pib_local_track(void *priv, u64 gfn, bool on)
+{
+	return 0;	/* nothing traps the guest's writes to itself */
+}
+
+static const struct pt_env pib_local_env = {
+	.read_table = pib_local_read,
+	.track = pib_local_track,
+};
+
+/*
+ * Run count ops under the engine's lock; each op's result is in its result
+ * field.  A batch the engine cuts short at its work bound is resubmitted
+ * from where it stopped.
+ */
+static void pib_run_locked(struct kvm_pagetype_op *ops, u32 count)
+{
+	u32 done = 0;
+
+	while (done < count) {
+		done += pt_engine_batch_locked(&pib_engine, PT_NO_HOME,
+					       ops + done, count - done);
+		atomic_long_inc(&pib_stats[PIB_BATCHES]);
+	}
+}
+
+static void pib_run(struct kvm_pagetype_op *ops, u32 count)
+{
+	pt_engine_lock(&pib_engine);
+	pib_run_locked(ops, count);
+	pt_engine_unlock(&pib_engine);
+}
+
+static void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg)
+{
+	memset(op, 0, sizeof(*op));
+	op->code = code;
+	op->arg = arg;
+}
+
+static void pib_count_op(const struct kvm_pagetype_op *op)
+{
+	if (op->result) {
+		atomic_long_inc(&pib_stats[PIB_ERRORS]);
+		pr_warn_ratelimited("op %u on frame %#llx: result %u\n",
+				    op->code, op->arg, op->result);
+		return;
+	}
+	switch (op->code) {
+	case KVM_PAGETYPE_OP_PIN_L1 ... KVM_PAGETYPE_OP_PIN_L4:
+		atomic_long_inc(&pib_stats[PIB_PINS]);
+		break;
+	case KVM_PAGETYPE_OP_UNPIN:
+		atomic_long_inc(&pib_stats[PIB_UNPINS]);
+		break;
+	case KVM_PAGETYPE_OP_TO_SEMI:
+		atomic_long_inc(&pib_stats[PIB_TO_SEMI]);
+		break;
+	case KVM_PAGETYPE_OP_TO_WRITABLE:
+		atomic_long_inc(&pib_stats[PIB_TO_WRITABLE]);
+		break;
+	}
+}
+
+/* ---- the per-level caches: singly-linked by frame number ---- */
+
+/*
+ * A cached frame is semi-writable: the guest may write it, no device may.
+ * The list's link lives in the frame itself, so a push and a pop are a
+ * few loads and stores under the level's lock.
+ */
+static bool pib_push(int level, struct page *page)
+{
+	struct pib_level *l = &pib_levels[level - 1];
+	unsigned long pfn = page_to_pfn(page);
+	unsigned long limit;
+	bool ok;
+
+	spin_lock(&l->lock);
+	limit = l->ratio ? atomic_long_read(&l->tables) * l->ratio / 100 :
+			   l->limit;
+	ok = pib_cache_on && l->count < limit;
+	if (ok) {
+		*(unsigned long *)page_address(page) = l->head;
+		l->head = pfn + 1;
+		l->count++;
+		WRITE_ONCE(pib_state[pfn], PIB_S_CACHED | PIB_S_SEMI | level);
+	}
+	spin_unlock(&l->lock);
+	return ok;
+}
+
+static struct page *pib_pop(int level)
+{
+	struct pib_level *l = &pib_levels[level - 1];
+	struct page *page = NULL;
+	unsigned long pfn;
+
+	spin_lock(&l->lock);
+	if (l->head) {
+		pfn = l->head - 1;
+		page = pfn_to_page(pfn);
+		l->head = *(unsigned long *)page_address(page);
+		l->count--;
+		WRITE_ONCE(pib_state[pfn], PIB_S_SEMI | level);
+	}
+	spin_unlock(&l->lock);
+	return page;
+}
+
+/*
+ * Buffers for one release batch: the ops and the frames they name.  The
+ * shrinker cannot allocate (it runs inside reclaim) and uses its own.
+ */
+struct pib_batch {
+	struct kvm_pagetype_op ops[KVM_PAGETYPE_MAX_BATCH];
+	struct page *pages[KVM_PAGETYPE_MAX_BATCH];
+	u8 levels[KVM_PAGETYPE_MAX_BATCH];
+};
+
+static DEFINE_MUTEX(pib_shrink_lock);	/* pib_shrink_batch */
+static struct pib_batch *pib_shrink_batch;
+
+/* A frame the module no longer uses goes back to the page allocator. */
+static void pib_free_frame(struct page *page)
+{
+	WRITE_ONCE(pib_state[page_to_pfn(page)], 0);
+	put_page(page);
+}
+
+/*
+ * A frame fresh from the page allocator that we still have pinned: an L2
+ * or L3 table the stock functions freed while a livepatch transition had
+ * some tasks on them and some on the hooks (only L1 tables carry our
+ * reference, which keeps them from the allocator).  Unpin it now that it
+ * is ours; docs/pibooster.md, "Livepatch transitions".
+ */
+static void pib_forget_stale(struct page *page)
+{
+	unsigned long pfn = page_to_pfn(page);
+	struct kvm_pagetype_op ops[2];
+	u8 s = READ_ONCE(pib_state[pfn]);
+	u32 n = 0, i;
+
+	if (!(s & PIB_S_TABLE))
+		return;
+	pib_op(&ops[n++], KVM_PAGETYPE_OP_UNPIN, pfn);
+	if (s & PIB_S_SEMI)
+		pib_op(&ops[n++], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
+	pib_run(ops, n);
+	for (i = 0; i < n; i++)
+		pib_count_op(&ops[i]);
+	if (!ops[0].result)
+		atomic_long_dec(&pib_levels[(s & PIB_S_LEVEL) - 1].tables);
+	atomic_long_inc(&pib_stats[PIB_STALE]);
+	WRITE_ONCE(pib_state[pfn], 0);
+}
+
+/*
+ * Give back up to n cached frames of a level to the page allocator, in
+ * batches of TO_WRITABLE conversions; locked: the caller holds the
+ * engine's lock.  Returns how many went.
+ */
+static unsigned long pib_release_cached(struct pib_batch *b, int level,
+					unsigned long n, bool locked)
+{
+	unsigned long done = 0;
+	u32 i, k;
+
+	while (done < n) {
+		for (k = 0; k < KVM_PAGETYPE_MAX_BATCH && done + k < n; k++) {
+			b->pages[k] = pib_pop(level);
+			if (!b->pages[k])
+				break;
+			pib_op(&b->ops[k], KVM_PAGETYPE_OP_TO_WRITABLE,
+			       page_to_pfn(b->pages[k]));
+		}
+		if (!k)
+			break;
+		if (locked)
+			pib_run_locked(b->ops, k);
+		else
+			pib_run(b->ops, k);
+		for (i = 0; i < k; i++) {
+			pib_count_op(&b->ops[i]);
+			/* A frame the backend kept semi-writable stays ours. */
+			if (!b->ops[i].result)
+				pib_free_frame(b->pages[i]);
+		}
+		done += k;
+	}
+	atomic_long_add(done, &pib_stats[PIB_RELEASED]);
+	return done;
+}
+
+static unsigned long pib_release_cached_alloc(int level, unsigned long n)
+{
+	struct pib_batch *b = kmalloc(sizeof(*b), GFP_KERNEL);
+	unsigned long done;
+
+	if (!b)
+		return 0;
+	done = pib_release_cached(b, level, n, false);
+	kfree(b);
+	return done;
+}
+
+static unsigned long pib_cached_total(void)
+{
+	unsigned long n = 0;
+	int i;
+
+	for (i = 0; i < PIB_LEVELS; i++)
+		n += READ_ONCE(pib_levels[i].count);
+	return n;
+}
+
+static unsigned long pib_level_limit(struct pib_level *l)
+{
+	return l->ratio ? atomic_long_read(&l->tables) * l->ratio / 100 :
+			  l->limit;
+}
+
+/* Bring every level down to its threshold. */
+static void pib_enforce_limits(void)
+{
+	int i;
+
+	for (i = 0; i < PIB_LEVELS; i++) {
+		struct pib_level *l = &pib_levels[i];
+		unsigned long count = READ_ONCE(l->count);
+		unsigned long limit = pib_level_limit(l);
+
+		if (count > limit)
+			pib_release_cached_alloc(i + 1, count - limit);
+	}
+}
+
+/*
+ * Fill every level with up to fill fresh frames in one batch, which
+ * starts with the caller's ops (first of them).
+ */
+static void pib_fill(struct pib_batch *b, u32 first)
+{
+	u32 n = first, i;
+	int level;
+
+	for (level = 1; level <= PIB_LEVELS; level++) {
+		unsigned int k;
+
+		for (k = 0; k < fill && n < KVM_PAGETYPE_MAX_BATCH; k++) {
+			struct page *page = alloc_page(GFP_KERNEL);
+
+			if (!page)
+				break;
+			if (page_to_pfn(page) < pib_nr_frames)
+				pib_forget_stale(page);
+			b->pages[n] = page;
+			b->levels[n] = level;
+			pib_op(&b->ops[n], KVM_PAGETYPE_OP_TO_SEMI,
+			       page_to_pfn(page));
+			n++;
+		}
+	}
+	pib_run(b->ops, n);
+	for (i = 0; i < first; i++)
+		pib_count_op(&b->ops[i]);
+	for (i = first; i < n; i++) {
+		struct page *page = b->pages[i];
+
+		pib_count_op(&b->ops[i]);
+		if (b->ops[i].result) {
+			put_page(page);
+			continue;
+		}
+		if (pib_push(b->levels[i], page))
+			continue;
+		/* Over the threshold already: straight back. */
+		pib_op(&b->ops[0], KVM_PAGETYPE_OP_TO_WRITABLE,
+		       page_to_pfn(page));
+		pib_run(b->ops, 1);
+		pib_count_op(&b->ops[0]);
+		if (!b->ops[0].result)
+			put_page(page);
+	}
+}
+
+/*
+ * The cache on (PiBooster: fine-grained mode, a filled cache) or off
+ * (coarse: every table pins and unpins writable <-> table, and the cache
+ * is released in one batch per 256 frames).
+ */
+static int pib_set_cache(bool on)
+{
+	struct pib_batch *b = kmalloc(sizeof(*b), GFP_KERNEL);
+	int i;
+
+	if (!b)
+		return -ENOMEM;
+	mutex_lock(&pib_mode_lock);
+	if (on == pib_cache_on)
+		goto out;
+	if (on) {
+		WRITE_ONCE(pib_cache_on, true);
+		pib_op(&b->ops[0], KVM_PAGETYPE_OP_SET_MODE,
+		       KVM_PAGETYPE_MODE_FINE);
+		pib_fill(b, 1);
+		goto out;
+	}
+	/* No push after this: each level's lock orders it. */
+	for (i = 0; i < PIB_LEVELS; i++) {
+		spin_lock(&pib_levels[i].lock);
+		WRITE_ONCE(pib_cache_on, false);
+		spin_unlock(&pib_levels[i].lock);
+	}
+	pib_op(&b->ops[0], KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_COARSE);
+	pib_run(b->ops, 1);
+	pib_count_op(&b->ops[0]);
+	for (i = 0; i < PIB_LEVELS; i++)
+		pib_release_cached(b, i + 1, ULONG_MAX, false);
+out:
+	mutex_unlock(&pib_mode_lock);
+	kfree(b);
+	return 0;
+}
+
+/* ---- tables: handed out pinned, taken back once the kernel lets go ---- */
+
+/*
+ * Whether the module holds a reference on a level's tables for as long
+ * as they are tables.  L1 tables are also freed by inline code the hooks
+ * never see (pte_free() after a lost race in pmd_install(), THP's
+ * deposited tables, khugepaged): the reference keeps such a page from the
+ * page allocator until the sweep finds the count at ours.  L2 tables must
+ * not carry one (hugetlb decides PMD sharing by page_count()), and no
+ * inline path frees an L2 or L3 table of a user mm: their hooks take the
+ * reference when the kernel frees them.
+ */
+static bool pib_lifetime_ref(int level)
+{
+	return level == 1;
+}
+
+/*
+ * Unpin the batch's n table frames, then cache them or give them to the
+ * page allocator: one batch for the unpins, one for the conversions of
+ * the frames the cache does not keep.  A frame the backend refuses to
+ * unpin stays ours for good, never reused.  With borrowed, the pages are
+ * not ours to cache or put (tables the kernel may be freeing right now):
+ * only the frames are converted.
+ */
+static void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
+{
+	struct page *page;
+	u32 i, m = 0;
+
+	for (i = 0; i < n; i++) {
+		b->levels[i] = READ_ONCE(pib_state[page_to_pfn(b->pages[i])]);
+		pib_op(&b->ops[i], KVM_PAGETYPE_OP_UNPIN,
+		       page_to_pfn(b->pages[i]));
+	}
+	pib_run(b->ops, n);
+	for (i = 0; i < n; i++) {
+		u8 s = b->levels[i];
+		int level = s & PIB_S_LEVEL;
+
+		page = b->pages[i];
+		pib_count_op(&b->ops[i]);
+		if (b->ops[i].result)
+			continue;
+		atomic_long_dec(&pib_levels[level - 1].tables);
+		WRITE_ONCE(pib_state[page_to_pfn(page)],
+			   s & ~(PIB_S_TABLE | PIB_S_PENDING));
+		if (!(s & PIB_S_SEMI)) {
+			if (!borrowed)
+				pib_free_frame(page);
+			continue;
+		}
+		if (!borrowed && pib_push(level, page))
+			continue;
+		b->pages[m] = page;
+		pib_op(&b->ops[m++], KVM_PAGETYPE_OP_TO_WRITABLE,
+		       page_to_pfn(page));
+	}
+	if (!m)
+		return;
+	pib_run(b->ops, m);
+	for (i = 0; i < m; i++) {
+		pib_count_op(&b->ops[i]);
+		if (!b->ops[i].result && !borrowed)
+			pib_free_frame(b->pages[i]);
+	}
+}
+
+/*
+ * The same for a list of pages the kernel has let go of, linked through
+ * page->lru (which no one else uses once a table is freed).
+ */
+static void pib_release_tables(struct list_head *list)
+{
+	struct pib_batch *b;
+	struct page *page, *next;
+	u32 n = 0;
+
+	if (list_empty(list))
+		return;
+	b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+	list_for_each_entry_safe(page, next, list, lru) {
+		list_del(&page->lru);
+		page->lru.next = NULL;
+		page->lru.prev = NULL;
+		b->pages[n++] = page;
+		if (n == KVM_PAGETYPE_MAX_BATCH) {
+			pib_release_pages(b, n, false);
+			n = 0;
+		}
+	}
+	if (n)
+		pib_release_pages(b, n, false);
+	kfree(b);
+}
+
+/*
+ * A table for mm at a level: from the cache when it is on and has one,
+ * else from the page allocator; pinned before it is returned.  A table
+ * the backend refuses to pin is handed out as the stock kernel would
+ * (counted as an error: the rules and the cache disagree).
+ */
+static struct page *pib_table_alloc(struct mm_struct *mm, int level,
+				    gfp_t gfp)
+{
+	struct kvm_pagetype_op ops[3];
+	struct page *page = NULL;
+	unsigned long pfn;
+	u8 semi = 0;
+	u32 n = 0, pin;
+
+	if (mm == pib_init_mm)
+		return alloc_page(gfp);
+	if (READ_ONCE(pib_cache_on)) {
+		page = pib_pop(level);
+		if (page) {
+			clear_page(page_address(page));
+			semi = PIB_S_SEMI;
+			atomic_long_inc(&pib_stats[PIB_HITS]);
+		} else {
+			atomic_long_inc(&pib_stats[PIB_MISSES]);
+		}
+	}
+	if (!page) {
+		page = alloc_page(gfp);
+		if (!page)
+			return NULL;
+		if (page_to_pfn(page) >= pib_nr_frames) {
+			atomic_long_inc(&pib_stats[PIB_STOCK]);
+			return page;
+		}
+		pib_forget_stale(page);
+		/* PiBooster's miss: the coarse path for this frame. */
+		if (READ_ONCE(pib_cache_on)) {
+			pib_op(&ops[n++], KVM_PAGETYPE_OP_TO_SEMI,
+			       page_to_pfn(page));
+			semi = PIB_S_SEMI;
+		}
+	}
+	pfn = page_to_pfn(page);
+	pin = n;
+	pib_op(&ops[n++], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
+	pib_run(ops, n);
+	if (ops[pin].result == KVM_PAGETYPE_R_MODE && !semi) {
+		/* The cache went on since we looked: fine-grained now. */
+		atomic_long_inc(&pib_stats[PIB_MODE_RETRIES]);
+		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_SEMI, pfn);
+		pib_op(&ops[1], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
+		pib_run(ops, 2);
+		semi = PIB_S_SEMI;
+		pin = 1;
+		n = 2;
+	}
+	for (n = 0; n <= pin; n++)
+		pib_count_op(&ops[n]);
+	if (ops[pin].result) {
+		if (semi && (!pin || !ops[0].result)) {
+			pib_op(&ops[0], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
+			pib_run(ops, 1);
+			pib_count_op(&ops[0]);
+		}
+		WRITE_ONCE(pib_state[pfn], 0);
+		atomic_long_inc(&pib_stats[PIB_STOCK]);
+		return page;
+	}
+	if (pib_lifetime_ref(level))
+		page_ref_inc(page);
+	atomic_long_inc(&pib_levels[level - 1].tables);
+	WRITE_ONCE(pib_state[pfn], PIB_S_TABLE | semi | level);
+	return page;
+}
+
+/* A table pib_table_alloc() handed out that the kernel never linked. */
+static void pib_table_abandon(struct page *page, int level)
+{
+	unsigned long pfn = page_to_pfn(page);
+	struct pib_batch *b;
+
+	if (pfn >= pib_nr_frames || !(READ_ONCE(pib_state[pfn]) &
+				      PIB_S_TABLE)) {
+		__free_page(page);
+		return;
+	}
+	if (pib_lifetime_ref(level))
+		page_ref_dec(page);	/* the kernel's: the caller's free */
+	b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+	b->pages[0] = page;
+	pib_release_pages(b, 1, false);
+	kfree(b);
+}
+
+/*
+ * The kernel frees a table through a hook: it goes to the mmu_gather,
+ * which drops its reference only after the TLB flush and the RCU grace
+ * period.  Queue it; the reaper takes it back once the count is ours.
+ */
+static void pib_table_freeing(struct page *page)
+{
+	unsigned long pfn = page_to_pfn(page);
+	bool first;
+	u8 s;
+
+	if (pfn >= pib_nr_frames)
+		return;
+	s = READ_ONCE(pib_state[pfn]);
+	if (!(s & PIB_S_TABLE))
+		return;		/* not ours: a table from before the module */
+	if (!pib_lifetime_ref(s & PIB_S_LEVEL))
+		page_ref_inc(page);
+	WRITE_ONCE(pib_state[pfn], s | PIB_S_PENDING);
+	spin_lock(&pib_pending_lock);
+	first = list_empty(&pib_pending);
+	list_add_tail(&page->lru, &pib_pending);
+	spin_unlock(&pib_pending_lock);
+	atomic_long_inc(&pib_stats[PIB_FREED_BY_HOOK]);
+	if (first)
+		mod_delayed_work(system_wq, &pib_reaper, PIB_REAP_DELAY);
+}
+
+/*
+ * L1 tables the kernel freed inline: their count is at our reference and
+ * no hook queued them.
+ */
+static void pib_sweep(struct list_head *ready)
+{
+	unsigned long pfn;
+
+	for (pfn = 0; pfn < pib_nr_frames; pfn++) {
+		u8 s = READ_ONCE(pib_state[pfn]);
+		struct page *page;
+
+		if ((s & (PIB_S_TABLE | PIB_S_PENDING | PIB_S_LEVEL)) !=
+		    (PIB_S_TABLE | 1))
+			continue;
+		page = pfn_to_page(pfn);
+		if (page_ref_count(page) != 1)
+			continue;
+		/* A hook marks PENDING before the kernel drops its count. */
+		smp_rmb();
+		s = READ_ONCE(pib_state[pfn]);
+		if (s & PIB_S_PENDING)
+			continue;
+		WRITE_ONCE(pib_state[pfn], s | PIB_S_PENDING);
+		list_add_tail(&page->lru, ready);
+		atomic_long_inc(&pib_stats[PIB_FREED_INLINE]);
+	}
+}
+
+/* Pending pages whose count is down to ours; the rest stay pending. */
+static void pib_collect(struct list_head *ready)
+{
+	struct page *page, *next;
+	LIST_HEAD(todo);
+
+	spin_lock(&pib_pending_lock);
+	list_splice_init(&pib_pending, &todo);
+	spin_unlock(&pib_pending_lock);
+	list_for_each_entry_safe(page, next, &todo, lru)
+		if (page_ref_count(page) == 1)
+			list_move_tail(&page->lru, ready);
+	if (list_empty(&todo))
+		return;
+	spin_lock(&pib_pending_lock);
+	list_splice(&todo, &pib_pending);
+	spin_unlock(&pib_pending_lock);
+}
+
+static void pib_reap(struct work_struct *work)
+{
+	LIST_HEAD(ready);
+	bool idle;
+
+	pib_collect(&ready);
+	if (time_after_eq(jiffies, pib_next_sweep)) {
+		pib_sweep(&ready);
+		pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
+	}
+	pib_release_tables(&ready);
+	spin_lock(&pib_pending_lock);
+	idle = list_empty(&pib_pending);
+	spin_unlock(&pib_pending_lock);
+	if (!READ_ONCE(pib_stopping))
+		schedule_delayed_work(&pib_reaper, idle ? PIB_SWEEP_DELAY :
+				      PIB_REAP_DELAY);
+}
+
+/* ---- the hooks: the stock functions, with tables from the cache ---- */
+
+static pgtable_t pib_pte_alloc_one(struct mm_struct *mm)
+{
+	struct page *page = pib_table_alloc(mm, 1, GFP_PGTABLE_USER);
+
+	if (!page)
+		return NULL;
+	if (!pgtable_pte_page_ctor(page)) {
+		pib_table_abandon(page, 1);
+		return NULL;
+	}
+	return page;
+}
+
+static pmd_t *pib_pmd_alloc_one(struct mm_struct *mm)
+{
+	gfp_t gfp = mm == pib_init_mm ? GFP_PGTABLE_KERNEL : GFP_PGTABLE_USER;
+	struct page *page = pib_table_alloc(mm, 2, gfp);
+
+	if (!page)
+		return NULL;
+	if (!pgtable_pmd_page_ctor(page)) {
+		pib_table_abandon(page, 2);
+		return NULL;
+	}
+	return page_address(page);
+}
+
+static int pib___pmd_alloc(struct mm_struct *mm, pud_t *pud,
+			   unsigned long address)
+{
+	pmd_t *new = pib_pmd_alloc_one(mm);
+	spinlock_t *ptl;	/* the pud's */
+
+	if (!new)
+		return -ENOMEM;
+	ptl = pud_lock(mm, pud);
+	if (!pud_present(*pud)) {
+		mm_inc_nr_pmds(mm);
+		smp_wmb(); /* the table's zeroes before the link: pmd_install() */
+		pud_populate(mm, pud, new);
+		new = NULL;
+	}
+	spin_unlock(ptl);
+	if (new) {	/* another thread populated it */
+		pgtable_pmd_page_dtor(virt_to_page(new));
+		pib_table_abandon(virt_to_page(new), 2);
+	}
+	return 0;
+}
+
+static int pib___pud_alloc(struct mm_struct *mm, p4d_t *p4d,
+			   unsigned long address)
+{
+	gfp_t gfp = mm == pib_init_mm ? GFP_PGTABLE_KERNEL : GFP_PGTABLE_USER;
+	struct page *page = pib_table_alloc(mm, 3, gfp);
+	pud_t *new;
+
+	if (!page)
+		return -ENOMEM;
+	new = page_address(page);
+	spin_lock(&mm->page_table_lock);
+	if (!p4d_present(*p4d)) {
+		mm_inc_nr_puds(mm);
+		smp_wmb(); /* as in __pmd_alloc() */
+		p4d_populate(mm, p4d, new);
+		new = NULL;
+	}
+	spin_unlock(&mm->page_table_lock);
+	if (new)
+		pib_table_abandon(page, 3);
+	return 0;
+}
+
+static void pib___pte_free_tlb(struct mmu_gather *tlb, struct page *pte)
+{
+	pgtable_pte_page_dtor(pte);
+	paravirt_release_pte(page_to_pfn(pte));
+	pib_table_freeing(pte);
+	paravirt_tlb_remove_table(tlb, pte);
+}
+
+static void pib___pmd_free_tlb(struct mmu_gather *tlb, pmd_t *pmd)
+{
+	struct page *page = virt_to_page(pmd);
+
+	paravirt_release_pmd(__pa(pmd) >> PAGE_SHIFT);
+	pgtable_pmd_page_dtor(page);
+	pib_table_freeing(page);
+	paravirt_tlb_remove_table(tlb, page);
+}
+
+static void pib___pud_free_tlb(struct mmu_gather *tlb, pud_t *pud)
+{
+	struct page *page = virt_to_page(pud);
+
+	paravirt_release_pud(__pa(pud) >> PAGE_SHIFT);
+	pib_table_freeing(page);
+	paravirt_tlb_remove_table(tlb, page);
+}
+
+static struct klp_func pib_funcs[] = {
+	{ .old_name = "pte_alloc_one", .new_func = pib_pte_alloc_one },
+	{ .old_name = "__pmd_alloc", .new_func = pib___pmd_alloc },
+	{ .old_name = "__pud_alloc", .new_func = pib___pud_alloc },
+	{ .old_name = "___pte_free_tlb", .new_func = pib___pte_free_tlb },
+	{ .old_name = "___pmd_free_tlb", .new_func = pib___pmd_free_tlb },
+	{ .old_name = "___pud_free_tlb", .new_func = pib___pud_free_tlb },
+	{ }
+};
+
+static struct klp_object pib_objs[] = {
+	{ .funcs = pib_funcs },		/* vmlinux */
+	{ }
+};
+
+static struct klp_patch pib_patch = {
+	.mod = THIS_MODULE,
+	.objs = pib_objs,
+};
+
+/* ---- the shrinker ---- */
+
+static unsigned long pib_shrink_count(struct shrinker *s,
+				      struct shrink_control *sc)
+{
+	return pib_cached_total() ?: SHRINK_EMPTY;
+}
+
+/*
+ * Inside reclaim: no allocation, and no waiting for the engine, whose
+ * holder may be the task reclaiming (a pin allocates its shadow).
+ */
+static unsigned long pib_shrink_scan(struct shrinker *s,
+				     struct shrink_control *sc)
+{
+	unsigned long freed = 0;
+	int i;
+
+	if (!mutex_trylock(&pib_shrink_lock))
+		return SHRINK_STOP;
+	if (!mutex_trylock(&pib_engine.lock)) {
+		mutex_unlock(&pib_shrink_lock);
+		return SHRINK_STOP;
+	}
+	for (i = PIB_LEVELS - 1; i >= 0 && freed < sc->nr_to_scan; i--)
+		freed += pib_release_cached(pib_shrink_batch, i + 1,
+					    sc->nr_to_scan - freed, true);
+	mutex_unlock(&pib_engine.lock);
+	mutex_unlock(&pib_shrink_lock);
+	atomic_long_add(freed, &pib_stats[PIB_SHRINKER_FREED]);
+	return freed ?: SHRINK_STOP;
+}
+
+static struct shrinker pib_shrinker = {
+	.count_objects = pib_shrink_count,
+	.scan_objects = pib_shrink_scan,
+	.seeks = DEFAULT_SEEKS,
+};
+
+/* ---- /sys/kernel/pibooster ---- */
+
+/* "N" or "P%": the number, and whether it is a percentage. */
+static int pib_parse(const char *buf, unsigned long *val, bool *percent)
+{
+	char tmp[24];
+	size_t len;
+
+	len = strscpy(tmp, buf, sizeof(tmp)) < 0 ? 0 : strlen(tmp);
+	while (len && (tmp[len - 1] == '\n' || tmp[len - 1] == ' '))
+		tmp[--len] = 0;
+	*percent = len && tmp[len - 1] == '%';
+	if (*percent)
+		tmp[--len] = 0;
+	if (!len || kstrtoul(tmp, 10, val))
+		return -EINVAL;
+	if (*percent && *val > 100)
+		return -ERANGE;
+	return 0;
+}
+
+static ssize_t enable_show(struct kobject *k, struct kobj_attribute *a,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(pib_cache_on));
+}
+
+static ssize_t enable_store(struct kobject *k, struct kobj_attribute *a,
+			    const char *buf, size_t len)
+{
+	bool on;
+	int ret = kstrtobool(buf, &on);
+
+	if (!ret)
+		ret = pib_set_cache(on);
+	return ret ?: len;
+}
+
+static ssize_t backend_name_show(struct kobject *k, struct kobj_attribute *a,
+				 char *buf)
+{
+	return sysfs_emit(buf, "local\n");
+}
+
+/* Release n frames, from the fullest level first; 0: all of them. */
+static ssize_t shrink_store(struct kobject *k, struct kobj_attribute *a,
+			    const char *buf, size_t len)
+{
+	unsigned long val, n;
+	bool percent;
+	int i, ret;
+
+	ret = pib_parse(buf, &val, &percent);
+	if (ret)
+		return ret;
+	if (!val) {
+		for (i = 0; i < PIB_LEVELS; i++)
+			pib_release_cached_alloc(i + 1, ULONG_MAX);
+		return len;
+	}
+	if (percent) {
+		for (i = 0; i < PIB_LEVELS; i++) {
+			n = DIV_ROUND_UP(READ_ONCE(pib_levels[i].count) * val,
+					 100);
+			pib_release_cached_alloc(i + 1, n);
+		}
+		return len;
+	}
+	while (val) {
+		int big = 0;
+
+		for (i = 1; i < PIB_LEVELS; i++)
+			if (READ_ONCE(pib_levels[i].count) >
+			    READ_ONCE(pib_levels[big].count))
+				big = i;
+		n = pib_release_cached_alloc(big + 1, val);
+		if (!n)
+			break;
+		val -= n;
+	}
+	return len;
+}
+
+static ssize_t threshold_show(struct kobject *k, struct kobj_attribute *a,
+			      char *buf)
+{
+	struct pib_level *l = &pib_levels[0];
+
+	if (l->ratio)
+		return sysfs_emit(buf, "%u%%\n", l->ratio);
+	if (l->limit == ULONG_MAX)
+		return sysfs_emit(buf, "none\n");
+	return sysfs_emit(buf, "%lu\n", l->limit);
+}
+
+/* Per level: at most N cached frames, or P% of its tables in use. */
+static ssize_t threshold_store(struct kobject *k, struct kobj_attribute *a,
+			       const char *buf, size_t len)
+{
+	unsigned long val;
+	bool percent;
+	int i, ret;
+
+	if (sysfs_streq(buf, "none")) {
+		val = ULONG_MAX;
+		percent = false;
+	} else {
+		ret = pib_parse(buf, &val, &percent);
+		if (ret)
+			return ret;
+		if (percent && !val)
+			return -EINVAL;
+	}
+	for (i = 0; i < PIB_LEVELS; i++) {
+		spin_lock(&pib_levels[i].lock);
+		pib_levels[i].ratio = percent ? val : 0;
+		pib_levels[i].limit = percent ? ULONG_MAX : val;
+		spin_unlock(&pib_levels[i].lock);
+	}
+	pib_enforce_limits();
+	return len;
+}
+
+#define PIB_LEVEL_ATTR(name, lvl, expr)					\
+static ssize_t name##_show(struct kobject *k, struct kobj_attribute *a,	\
+			   char *buf)					\
+{									\
+	struct pib_level *l = &pib_levels[(lvl) - 1];			\
+	return sysfs_emit(buf, "%lu\n", (unsigned long)(expr));		\
+}									\
+static struct kobj_attribute name##_attr = __ATTR_RO(name)
+
+PIB_LEVEL_ATTR(cached_l1, 1, READ_ONCE(l->count));
+PIB_LEVEL_ATTR(cached_l2, 2, READ_ONCE(l->count));
+PIB_LEVEL_ATTR(cached_l3, 3, READ_ONCE(l->count));
+PIB_LEVEL_ATTR(tables_l1, 1, atomic_long_read(&l->tables));
+PIB_LEVEL_ATTR(tables_l2, 2, atomic_long_read(&l->tables));
+PIB_LEVEL_ATTR(tables_l3, 3, atomic_long_read(&l->tables));
+
+static ssize_t cached_show(struct kobject *k, struct kobj_attribute *a,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", pib_cached_total());
+}
+
+static struct kobj_attribute enable_attr = __ATTR_RW(enable);
+static struct kobj_attribute shrink_attr = __ATTR_WO(shrink);
+static struct kobj_attribute threshold_attr = __ATTR_RW(threshold);
+static struct kobj_attribute cached_attr = __ATTR_RO(cached);
+
+static struct attribute *pib_attrs[] = {
+	&enable_attr.attr, &shrink_attr.attr,
+	&threshold_attr.attr, &cached_attr.attr,
+	&cached_l1_attr.attr, &cached_l2_attr.attr, &cached_l3_attr.attr,
+	&tables_l1_attr.attr, &tables_l2_attr.attr, &tables_l3_attr.attr,
+	NULL
+};
+
+static const struct attribute_group pib_group = { .attrs = pib_attrs };
+
+/* stats/: one file per counter. */
+static struct kobj_attribute pib_stat_list[PIB_NR_STATS];
+static struct attribute *pib_stat_attrs[PIB_NR_STATS + 1];
+
+static ssize_t pib_stat_show(struct kobject *k, struct kobj_attribute *a,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%ld\n",
+			  atomic_long_read(&pib_stats[a - pib_stat_list]));
+}
+
+static const struct attribute_group pib_stat_group = {
+	.name = "stats",
+	.attrs = pib_stat_attrs,
+};
+
+/*
+ * The backend's side of the same counts (the rule engine's), to check
+ * against ours: tables pinned per level, semi-writable frames, ops and
+ * batches it ran, ops it refused.
+ */
+static u64 pib_sum_ops(const struct kvm_pagetype_stats *st)
+{
+	u64 n = 0;
+	int i;
+
+	for (i = 0; i < KVM_PAGETYPE_NR_OPS; i++)
+		n += st->ops[i];
+	return n;
+}
+
+#define PIB_BACKEND_ATTR(name, expr)					\
+static ssize_t backend_##name##_show(struct kobject *k,			\
+				     struct kobj_attribute *a, char *buf) \
+{									\
+	struct kvm_pagetype_stats st;					\
+									\
+	pt_engine_stats(&pib_engine, &st);				\
+	return sysfs_emit(buf, "%llu\n", (u64)(expr));			\
+}									\
+static struct kobj_attribute backend_##name##_attr =			\
+	__ATTR(name, 0444, backend_##name##_show, NULL)
+
+static struct kobj_attribute backend_name_attr =
+	__ATTR(name, 0444, backend_name_show, NULL);
+PIB_BACKEND_ATTR(tables_l1, st.pinned[0]);
+PIB_BACKEND_ATTR(tables_l2, st.pinned[1]);
+PIB_BACKEND_ATTR(tables_l3, st.pinned[2]);
+PIB_BACKEND_ATTR(semi, st.semi);
+PIB_BACKEND_ATTR(batches, st.batches);
+PIB_BACKEND_ATTR(op_errors, st.op_errors);
+PIB_BACKEND_ATTR(ops, pib_sum_ops(&st));
+
+static struct attribute *pib_backend_attrs[] = {
+	&backend_name_attr.attr,
+	&backend_tables_l1_attr.attr, &backend_tables_l2_attr.attr,
+	&backend_tables_l3_attr.attr, &backend_semi_attr.attr,
+	&backend_batches_attr.attr, &backend_op_errors_attr.attr,
+	&backend_ops_attr.attr,
+	NULL
+};
+
+static const struct attribute_group pib_backend_group = {
+	.name = "backend",
+	.attrs = pib_backend_attrs,
+};
+
+static const struct attribute_group *pib_groups[] = {
+	&pib_group, &pib_stat_group, &pib_backend_group, NULL
+};
+
+static struct kobject *pib_kobj;
+
+/* ---- load and unload ---- */
+
+static unsigned long pib_max_pfn(void)
+{
+	unsigned long end = 0;
+	int nid;
+
+	for_each_online_node(nid)
+		end = max(end, pgdat_end_pfn(NODE_DATA(nid)));
+	return end;
+}
+
+/*
+ * Unload: the patch is off (livepatch will not let the module go before),
+ * so no hook runs.  Wait for the tables the kernel was freeing through a
+ * hook, then unpin whatever is still pinned and drop our references: the
+ * kernel's tables stay the kernel's, unvalidated, as without the module.
+ */
+static void pib_drain(void)
+{
+	unsigned long deadline = jiffies + 10 * HZ, pfn;
+	struct pib_batch *b;
+	LIST_HEAD(ready);
+	bool empty;
+	int level;
+	u32 n = 0;
+
+	rcu_barrier();	/* mmu_gather's RCU-deferred table frees */
+	for (;;) {
+		pib_collect(&ready);
+		pib_release_tables(&ready);
+		spin_lock(&pib_pending_lock);
+		empty = list_empty(&pib_pending);
+		spin_unlock(&pib_pending_lock);
+		if (empty)
+			break;
+		if (time_after(jiffies, deadline)) {
+			pr_warn("tables still held by the kernel's mmu_gather\n");
+			deadline = jiffies + 10 * HZ;
+		}
+		msleep(20);
+	}
+	/*
+	 * The cache is off: every frame leaves writable.  A table the kernel
+	 * still uses has no free list to ride on (its struct page is the
+	 * kernel's): batch it by frame.  An L1 table carries our reference,
+	 * which goes with it.  An L2 or L3 table does not, and the stock
+	 * functions, back in place, may free it at any moment: convert the
+	 * frame and leave the page alone.
+	 */
+	b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+	for (level = 1; level <= PIB_LEVELS; level++) {
+		bool borrowed = !pib_lifetime_ref(level);
+
+		for (pfn = 0; pfn < pib_nr_frames; pfn++) {
+			u8 s = READ_ONCE(pib_state[pfn]);
+
+			if (!(s & PIB_S_TABLE) || (s & PIB_S_LEVEL) != level)
+				continue;
+			b->pages[n] = pfn_to_page(pfn);
+			if (++n == KVM_PAGETYPE_MAX_BATCH) {
+				pib_release_pages(b, n, borrowed);
+				n = 0;
+			}
+		}
+		if (n)
+			pib_release_pages(b, n, borrowed);
+		n = 0;
+	}
+	kfree(b);
+}
+
+static int __init pib_init(void)
+{
+	int i, ret;
+
+	pib_init_mm = init_task.active_mm;
+	pib_nr_frames = pib_max_pfn();
+	pib_state = vzalloc(pib_nr_frames);
+	pib_shrink_batch = kmalloc(sizeof(*pib_shrink_batch), GFP_KERNEL);
+	if (!pib_state || !pib_shrink_batch) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = pt_engine_init(&pib_engine, pib_nr_frames, 0, &pib_local_env);
+	if (ret)
+		goto err_free;
+	for (i = 0; i < PIB_LEVELS; i++) {
+		spin_lock_init(&pib_levels[i].lock);
+		pib_levels[i].limit = ULONG_MAX;
+	}
+	pib_kobj = kobject_create_and_add("pibooster", kernel_kobj);
+	if (!pib_kobj) {
+		ret = -ENOMEM;
+		goto err_engine;
+	}
+	for (i = 0; i < PIB_NR_STATS; i++) {
+		sysfs_attr_init(&pib_stat_list[i].attr);
+		pib_stat_list[i].attr.name = pib_stat_names[i];
+		pib_stat_list[i].attr.mode = 0444;
+		pib_stat_list[i].show = pib_stat_show;
+		pib_stat_attrs[i] = &pib_stat_list[i].attr;
+	}
+	ret = sysfs_create_groups(pib_kobj, pib_groups);
+	if (ret)
+		goto err_kobj;
+	ret = register_shrinker(&pib_shrinker, "pibooster");
+	if (ret)
+		goto err_kobj;
+	if (enable)
+		pib_set_cache(true);
+	pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
+	schedule_delayed_work(&pib_reaper, PIB_SWEEP_DELAY);
+	ret = klp_enable_patch(&pib_patch);
+	if (ret)
+		goto err_reaper;
+	pr_info("page types kept in the guest only (the rule engine runs here: no host backend in this version); cache %s, %lu frames\n",
+		pib_cache_on ? "on" : "off", pib_nr_frames);
+	return 0;
+
+err_reaper:
+	WRITE_ONCE(pib_stopping, true);
+	cancel_delayed_work_sync(&pib_reaper);
+	pib_set_cache(false);
+	unregister_shrinker(&pib_shrinker);
+err_kobj:
+	kobject_put(pib_kobj);
+err_engine:
+	pt_engine_destroy(&pib_engine);
+err_free:
+	kfree(pib_shrink_batch);
+	vfree(pib_state);
+	return ret;
+}
+
+static void __exit pib_exit(void)
+{
+	WRITE_ONCE(pib_stopping, true);
+	cancel_delayed_work_sync(&pib_reaper);
+	kobject_put(pib_kobj);
+	unregister_shrinker(&pib_shrinker);
+	pib_set_cache(false);
+	pib_drain();
+	pr_info("unloaded: %ld pins, %ld unpins, %ld errors; %ld frames made semi-writable, %ld back\n",
+		atomic_long_read(&pib_stats[PIB_PINS]),
+		atomic_long_read(&pib_stats[PIB_UNPINS]),
+		atomic_long_read(&pib_stats[PIB_ERRORS]),
+		atomic_long_read(&pib_stats[PIB_TO_SEMI]),
+		atomic_long_read(&pib_stats[PIB_TO_WRITABLE]));
+	pt_engine_destroy(&pib_engine);
+	kfree(pib_shrink_batch);
+	vfree(pib_state);
+}
+
+module_init(pib_init);
+module_exit(pib_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("PiBooster: a cache of semi-writable page-table frames");
+MODULE_INFO(livepatch, "Y");

@@ -1,0 +1,1 @@
+../../kvm-pagetype/pt_rules.c

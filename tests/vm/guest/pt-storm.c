@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pt-storm: page-table churn with a checked result.
+ *
+ *   pt-storm [-m fork|exec|sh] [-n iterations] [-s seconds] [-w spans]
+ *   pt-storm -H MiB
+ *
+ * The parent populates a few megabytes (so that fork copies page tables);
+ * each iteration forks a child that maps regions far enough apart to need
+ * new tables at every level the guest module caches (a PTE table per
+ * 2 MiB, a PMD table per 1 GiB, a PUD table per 512 GiB), writes a pattern
+ * of its own into each page it touches, checks it, checks that it still
+ * sees the parent's pages as they were, and exits 0.  With -m exec the
+ * child first execs `pt-storm --child`, with -m sh it runs that through
+ * `/bin/sh -c`.  Any wrong byte or failed call fails the run: the exit
+ * status is the number of failed children (at most 100) and the last line
+ * says "pt-storm: N iterations, F failures".  -w N has each child also
+ * touch N more 2 MiB spans, each its own PTE table (up to 4096).
+ *
+ * -H MiB is memory pressure instead: touch that much anonymous memory,
+ * page by page, and exit 0 (or be killed by the OOM killer).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmtest.h"
+
+#define PARENT_SIZE	(4UL << 20)
+#define SPAN_2M		(2UL << 20)
+#define SPAN_1G		(1UL << 30)
+#define SPAN_512G	(512UL << 30)
+/* Where the child maps: far from the binary, the heap and the stack. */
+#define CHILD_BASE	(16UL << 40)
+
+static uint8_t *parent_mem;
+static long wide;
+
+static uint8_t pattern(uintptr_t addr, unsigned int seed)
+{
+	return (uint8_t)((addr >> 12) * 131 + seed);
+}
+
+/*
+ * Map len bytes at hint, touch one page every stride, check, unmap.  With
+ * THP on, a touched 2 MiB span may be a huge page (its PTE table only
+ * deposited); nohuge keeps every span a PTE table and 4 KiB.
+ */
+static int churn(uintptr_t hint, size_t len, size_t stride, unsigned int seed,
+		 int nohuge)
+{
+	uint8_t *p = mmap((void *)hint, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			  MAP_FIXED_NOREPLACE, -1, 0);
+	size_t off;
+	int bad = 0;
+
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "pt-storm: mmap at %#lx: %s\n",
+			(unsigned long)hint, strerror(errno));
+		return 1;
+	}
+	if (nohuge && madvise(p, len, MADV_NOHUGEPAGE) && errno != EINVAL)
+		bad = 1;
+	for (off = 0; off < len; off += stride)
+		p[off] = pattern((uintptr_t)p + off, seed);
+	for (off = 0; off < len; off += stride)
+		bad |= p[off] != pattern((uintptr_t)p + off, seed);
+	if (munmap(p, len))
+		bad = 1;
+	return bad;
+}
+
+static int child_work(void)
+{
+	unsigned int seed = (unsigned int)getpid();
+	int bad = 0, i;
+	size_t off;
+
+	/* 32 PTE tables under one PMD table. */
+	bad |= churn(CHILD_BASE, 64UL << 20, SPAN_2M, seed, 0);
+	/* 4 PMD tables under one PUD table, and their PTE tables. */
+	for (i = 0; i < 4; i++)
+		bad |= churn(CHILD_BASE + (i + 1) * SPAN_1G, SPAN_2M,
+			     4096, seed + i, 0);
+	/* 2 PUD tables. */
+	for (i = 0; i < 2; i++)
+		bad |= churn(CHILD_BASE + (i + 1) * SPAN_512G, 4096, 4096,
+			     seed + 7 + i, 0);
+	/* wide PTE tables, under PMD tables of their own */
+	if (wide)
+		bad |= churn(CHILD_BASE + 8 * SPAN_1G, wide * SPAN_2M, SPAN_2M,
+			     seed + 11, 1);
+	if (parent_mem)
+		for (off = 0; off < PARENT_SIZE; off += 4096)
+			bad |= parent_mem[off] != pattern(off, 0);
+	return bad;
+}
+
+static int hog(long mib)
+{
+	size_t len = (size_t)mib << 20, off;
+	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	VM_ASSERT_ERRNO(p != MAP_FAILED, "mmap");
+	for (off = 0; off < len; off += 4096)
+		p[off] = 1;
+	printf("pt-storm: touched %ld MiB\n", mib);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = "fork";
+	long iterations = 100, seconds = 0, i, failures = 0;
+	time_t end;
+	size_t off;
+	int c;
+
+	if (argc == 2 && !strcmp(argv[1], "--child"))
+		return child_work();
+	while ((c = getopt(argc, argv, "m:n:s:w:H:")) != -1) {
+		switch (c) {
+		case 'm':
+			mode = optarg;
+			break;
+		case 'n':
+			iterations = atol(optarg);
+			break;
+		case 's':
+			seconds = atol(optarg);
+			break;
+		case 'w':
+			wide = atol(optarg);
+			VM_ASSERT(wide >= 0 && wide <= 4096, "-w %ld", wide);
+			break;
+		case 'H':
+			return hog(atol(optarg));
+		default:
+			fprintf(stderr, "usage: pt-storm [-m fork|exec|sh] [-n N] [-s S] [-w N] | -H MiB\n");
+			return 2;
+		}
+	}
+	VM_ASSERT(!strcmp(mode, "fork") || !strcmp(mode, "exec") ||
+		  !strcmp(mode, "sh"), "mode %s", mode);
+	parent_mem = mmap(NULL, PARENT_SIZE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	VM_ASSERT_ERRNO(parent_mem != MAP_FAILED, "mmap");
+	for (off = 0; off < PARENT_SIZE; off += 4096)
+		parent_mem[off] = pattern(off, 0);
+	end = time(NULL) + seconds;
+	for (i = 0; seconds ? time(NULL) < end : i < iterations; i++) {
+		int status;
+		pid_t pid = fork();
+
+		VM_ASSERT_ERRNO(pid >= 0, "fork");
+		if (!pid) {
+			if (!strcmp(mode, "exec"))
+				execl("/proc/self/exe", "pt-storm", "--child",
+				      (char *)NULL);
+			else if (!strcmp(mode, "sh"))
+				execl("/bin/sh", "sh", "-c",
+				      "exec pt-storm --child", (char *)NULL);
+			else
+				_exit(child_work());
+			_exit(127);
+		}
+		VM_ASSERT_ERRNO(waitpid(pid, &status, 0) == pid, "waitpid");
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			failures++;
+			fprintf(stderr, "pt-storm: child %d: status %#x\n",
+				pid, status);
+		}
+	}
+	printf("pt-storm: %ld iterations, %ld failures\n", i, failures);
+	return failures > 100 ? 100 : (int)failures;
+}

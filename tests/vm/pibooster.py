@@ -1,0 +1,144 @@
+"""Shared pieces of the pibooster.ko tests: the guest, shell helpers for
+the module's sysfs and the livepatch life cycle, and the checks of what
+comes back."""
+
+import re
+from vmtest import Guest, builddir, check
+
+KO = ("guest-modules", "pibooster", "pibooster.ko")
+STORM = ("tests", "vm", "guest", "pt-storm")
+
+# Shell functions the guest scripts share.  meminfo prints a field in kB;
+# st reads one of the module's statistics; pib_unload disables the
+# livepatch, waits for its transition and removes the module.
+HELPERS = r"""
+set -e
+P=/sys/kernel/pibooster
+meminfo() { awk -v f="$1:" '$1 == f { print $2 }' /proc/meminfo; }
+st() { cat $P/stats/$1; }
+mkfifo /tmp/pause
+# A pause that forks nothing, so it frees no page table of its own.
+pause() { read -t "$1" x <>/tmp/pause || true; }
+settle() { sync; echo 3 >/proc/sys/vm/drop_caches; pause 1.5; }
+# Page tables and free memory in kB, once nothing runs but this shell:
+# free pages are MemFree and the pages on the per-CPU free lists
+# (/proc/zoneinfo's pageset counts), which MemFree leaves out.
+mem() {
+	settle
+	awk -v tag="$1" '
+		$1 == "PageTables:" { pt = $2 }
+		$1 == "MemFree:" { free = $2 }
+		$1 == "count:" { pcp += $2 }
+		END { print "mem", tag, pt, free + pcp * 4 }' \
+		/proc/meminfo /proc/zoneinfo
+}
+pib_load() { insmod /lib/modules/extra/pibooster.ko "$@"; }
+pib_unload() {
+	echo 0 >/sys/kernel/livepatch/pibooster/enabled
+	i=0
+	while test -d /sys/kernel/livepatch/pibooster; do
+		i=$((i + 1)); test $i -lt 600 || { echo "unpatch stuck"; return 1; }
+		sleep 0.1
+	done
+	rmmod pibooster
+}
+# Both vCPUs: two storms at once; fails if either does.
+storm2() {
+	pt-storm "$@" >/tmp/s1 2>&1 & a=$!
+	pt-storm "$@" >/tmp/s2 2>&1 & b=$!
+	wait $a || { cat /tmp/s1; return 1; }
+	wait $b || { cat /tmp/s2; return 1; }
+	cat /tmp/s1 /tmp/s2
+}
+# The module's counts, read with the shell's builtins only: a forked cat
+# would allocate and free page tables between two reads.
+stats() {
+	for f in hits misses pins unpins to_semi to_writable batches errors \
+		 mode_retries freed_by_hook freed_inline released \
+		 shrinker_freed stock; do
+		read v <$P/stats/$f; echo "stat $f $v"
+	done
+	for f in cached cached_l1 cached_l2 cached_l3 tables_l1 tables_l2 \
+		 tables_l3; do
+		read v <$P/$f; echo "stat $f $v"
+	done
+	for f in tables_l1 tables_l2 tables_l3 semi op_errors; do
+		read v <$P/backend/$f; echo "stat backend_$f $v"
+	done
+}
+"""
+
+
+def guest(name, script, memory=512, **kw):
+    return Guest(name, HELPERS + script, modules=[builddir(*KO)],
+                 programs=[builddir(*STORM)], memory=memory, smp=2,
+                 kmods=kw.pop("kmods", ()), **kw)
+
+
+def stats(text, tag=None):
+    """The `stat name value` lines after the line `== tag` (up to the next
+    such line), or the last of them all."""
+    if tag is not None:
+        check("== %s\n" % tag in text, "no statistics for %s" % tag)
+        text = text.split("== %s\n" % tag, 1)[1].split("\n== ", 1)[0]
+    out = {}
+    for m in re.finditer(r"^stat (\w+) (-?\d+)$", text, re.M):
+        out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def mem(text, tag):
+    """(PageTables, MemFree) in kB at the guest's `mem tag` line."""
+    m = re.search(r"^mem %s (\d+) (\d+)$" % re.escape(tag), text, re.M)
+    check(m, "no memory figures for %s" % tag)
+    return int(m.group(1)), int(m.group(2))
+
+
+def check_balance(s, what):
+    """The module's counts agree with themselves and with the backend's:
+    pins = unpins + live tables, the backend has the same tables pinned per
+    level, every frame made semi-writable is cached, a semi-writable table
+    or made writable again, and the rules refused nothing but the pins
+    that raced a switch to fine-grained mode (retried at once)."""
+    check(s["errors"] == 0, "%s: %d ops refused by the rules"
+          % (what, s["errors"]))
+    check(s["backend_op_errors"] == s["mode_retries"],
+          "%s: the backend refused %d ops, %d of them pins that raced a "
+          "mode switch" % (what, s["backend_op_errors"], s["mode_retries"]))
+    live = 0
+    for lv in ("l1", "l2", "l3"):
+        live += s["tables_" + lv]
+        check(s["tables_" + lv] == s["backend_tables_" + lv],
+              "%s: %d %s tables here, %d at the backend"
+              % (what, s["tables_" + lv], lv, s["backend_tables_" + lv]))
+    check(s["pins"] == s["unpins"] + live,
+          "%s: %d pins, %d unpins, %d live tables"
+          % (what, s["pins"], s["unpins"], live))
+    semi = s["to_semi"] - s["to_writable"]
+    check(s["backend_semi"] == semi and semi >= s["cached"],
+          "%s: %d frames made semi-writable and not back, %d semi at the "
+          "backend, %d cached" % (what, semi, s["backend_semi"], s["cached"]))
+
+
+def check_memory(text, before, after, what):
+    """Page tables and free memory back where they were (free memory within
+    2 MiB: slabs move a little)."""
+    pt0, free0 = mem(text, before)
+    pt1, free1 = mem(text, after)
+    check(pt1 <= pt0 + 8, "%s: page tables %d kB before, %d kB after"
+          % (what, pt0, pt1))
+    check(free1 >= free0 - 2048, "%s: %d kB free before, %d kB after"
+          % (what, free0, free1))
+
+
+def check_unload(dmesg):
+    """The module's last line: every pin undone, every conversion undone,
+    no refusal."""
+    m = re.search(r"pibooster: unloaded: (\d+) pins, (\d+) unpins, "
+                  r"(\d+) errors; (\d+) frames made semi-writable, "
+                  r"(\d+) back", dmesg)
+    check(m, "the module's unload line is missing")
+    pins, unpins, errors, semi, back = map(int, m.groups())
+    check(pins > 0 and pins == unpins and errors == 0 and semi == back,
+          "unload: %d pins, %d unpins, %d errors, %d frames made "
+          "semi-writable, %d back" % (pins, unpins, errors, semi, back))
