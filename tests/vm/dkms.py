@@ -19,8 +19,9 @@ def _sh(*argv):
 
 def dkms_build(package, make_target, module, outdir, kernel=None):
     """Build package's module with dkms for @kernel (the fetched default
-    one if None); copy it into outdir and return its path there.  Skips
-    (fails under CI) without dkms or root."""
+    one if None); copy it into outdir and return its path there.  With a
+    list of modules, return the list of their paths.  Skips (fails under
+    CI) without dkms or root."""
     if not shutil.which("dkms") or os.geteuid() != 0:
         if os.environ.get("CI"):
             check(False, "dkms and root are needed (scripts/setup.sh)")
@@ -38,12 +39,14 @@ def dkms_build(package, make_target, module, outdir, kernel=None):
         _sh("dkms", "add", "-m", package, "-v", version)
         _sh("dkms", "build", "-m", package, "-v", version,
             "-k", kernel.kver, "--kernelsourcedir", kdir)
-        ko = glob.glob("/var/lib/dkms/%s/%s/%s/*/module/%s.ko*"
-                       % (package, version, kernel.kver, module))
-        check(ko, "dkms built no %s.ko" % module)
-        built = os.path.join(outdir, module + ".ko")
-        shutil.copy(ko[0], built)
-        return built
+        built = []
+        for m in [module] if isinstance(module, str) else module:
+            ko = glob.glob("/var/lib/dkms/%s/%s/%s/*/module/%s.ko*"
+                           % (package, version, kernel.kver, m))
+            check(ko, "dkms built no %s.ko" % m)
+            built.append(os.path.join(outdir, m + ".ko"))
+            shutil.copy(ko[0], built[-1])
+        return built[0] if isinstance(module, str) else built
     finally:
         subprocess.run(["dkms", "remove", "-m", package, "-v", version,
                         "--all"], capture_output=True)

@@ -3,6 +3,7 @@
  * pt-storm: page-table churn with a checked result.
  *
  *   pt-storm [-m fork|exec|sh] [-n iterations] [-s seconds] [-w spans]
+ *            [-S seconds]
  *   pt-storm -H MiB
  *
  * The parent populates a few megabytes (so that fork copies page tables);
@@ -15,7 +16,8 @@
  * `/bin/sh -c`.  Any wrong byte or failed call fails the run: the exit
  * status is the number of failed children (at most 100) and the last line
  * says "pt-storm: N iterations, F failures".  -w N has each child also
- * touch N more 2 MiB spans, each its own PTE table (up to 4096).
+ * touch N more 2 MiB spans, each its own PTE table (up to 4096), and -S
+ * seconds makes it hold them that long before it lets go.
  *
  * -H MiB is memory pressure instead: touch that much anonymous memory,
  * page by page, and exit 0 (or be killed by the OOM killer).
@@ -40,7 +42,7 @@
 #define CHILD_BASE	(16UL << 40)
 
 static uint8_t *parent_mem;
-static long wide;
+static long wide, hold;
 
 static uint8_t pattern(uintptr_t addr, unsigned int seed)
 {
@@ -72,6 +74,8 @@ static int churn(uintptr_t hint, size_t len, size_t stride, unsigned int seed,
 		p[off] = pattern((uintptr_t)p + off, seed);
 	for (off = 0; off < len; off += stride)
 		bad |= p[off] != pattern((uintptr_t)p + off, seed);
+	if (nohuge && hold)
+		sleep(hold);
 	if (munmap(p, len))
 		bad = 1;
 	return bad;
@@ -126,7 +130,7 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--child"))
 		return child_work();
-	while ((c = getopt(argc, argv, "m:n:s:w:H:")) != -1) {
+	while ((c = getopt(argc, argv, "m:n:s:w:S:H:")) != -1) {
 		switch (c) {
 		case 'm':
 			mode = optarg;
@@ -141,10 +145,13 @@ int main(int argc, char **argv)
 			wide = atol(optarg);
 			VM_ASSERT(wide >= 0 && wide <= 4096, "-w %ld", wide);
 			break;
+		case 'S':
+			hold = atol(optarg);
+			break;
 		case 'H':
 			return hog(atol(optarg));
 		default:
-			fprintf(stderr, "usage: pt-storm [-m fork|exec|sh] [-n N] [-s S] [-w N] | -H MiB\n");
+			fprintf(stderr, "usage: pt-storm [-m fork|exec|sh] [-n N] [-s S] [-w N] [-S S] | -H MiB\n");
 			return 2;
 		}
 	}

@@ -60,11 +60,15 @@ def test():
               "share/man/man8/sivshm-hook.8",
               "src/sivshm-%s/dkms.conf" % version,
               "src/sivshm-%s/include/sivshm-regs.h" % version,
+              "src/sivshm-%s/pibooster/pt_rules.c" % version,
+              "src/sivshm-%s/pibooster/include/uapi/linux/kvm_pagetype.h"
+              % version,
               "src/kvm-pagetype-%s/dkms.conf" % version,
               "src/kvm-pagetype-%s/pt_rules.c" % version):
         check(os.path.exists(os.path.join(prefix, f)), f + " not installed")
-    generated = [f for f in os.listdir("%s/src/kvm-pagetype-%s"
-                                       % (prefix, version))
+    generated = [f for d in ("kvm-pagetype-%s" % version,
+                             "sivshm-%s/pibooster" % version)
+                 for f in os.listdir("%s/src/%s" % (prefix, d))
                  if f.endswith((".mod.c", ".o", ".ko"))]
     check(not generated, "build products in the DKMS source: %s" % generated)
     check(any(n.startswith("libsivshm.so") for n in
