@@ -40,12 +40,33 @@
 #include <linux/spinlock.h>
 #include <linux/srcu.h>
 #include <linux/sysfs.h>
+#include <linux/utsname.h>
+#include <linux/version.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <asm/pgalloc.h>
 #include <asm/paravirt.h>
 
 #include "pt_rules.h"
+
+/*
+ * The hooks are 6.1's page-table functions with the cache in them, and
+ * their bodies follow that kernel (ptdesc, the shrinker API and where the
+ * table destructor runs all changed after it).  Built for another kernel,
+ * the module says so and does not load.
+ */
+#if KERNEL_VERSION(6, 1, 0) > LINUX_VERSION_CODE || \
+	KERNEL_VERSION(6, 2, 0) <= LINUX_VERSION_CODE	/* not 6.1 */
+
+static int __init pib_init(void)
+{
+	pr_err("the hooks are Linux 6.1's page-table functions: not for %s\n",
+	       init_utsname()->release);
+	return -EOPNOTSUPP;
+}
+module_init(pib_init);
+
+#else
 
 /* Only passed on: asm/tlb.h is not for modules. */
 struct mmu_gather;
@@ -1317,6 +1338,9 @@ static void __exit pib_exit(void)
 
 module_init(pib_init);
 module_exit(pib_exit);
+MODULE_INFO(livepatch, "Y");
+
+#endif
+
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("PiBooster: a cache of semi-writable page-table frames");
-MODULE_INFO(livepatch, "Y");
