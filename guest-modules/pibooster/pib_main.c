@@ -34,6 +34,7 @@
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/module.h>
+#include <linux/pci.h>
 #include <linux/sched/task.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
@@ -47,6 +48,7 @@
 #include <asm/pgalloc.h>
 #include <asm/paravirt.h>
 
+#include "pagetype-regs.h"
 #include "pt_rules.h"
 
 /*
@@ -164,8 +166,25 @@ static bool pib_stopping;
 static void pib_reap(struct work_struct *work);
 static DECLARE_DELAYED_WORK(pib_reaper, pib_reap);
 
-/* ---- the backend: the guest's own copy of the host's rule engine ---- */
+/*
+ * ---- the backends ----
+ *
+ * host: the pagetype device carries each batch to kvm_pagetype.ko, through
+ * its doorbell page when the host offers one (no exit to user space), else
+ * through its registers.  local, without the device: the host's rule
+ * engine runs here on the guest's own frames.  Batches are serialized by
+ * the backend's lock.
+ */
+struct pib_host {
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	struct mutex lock;		/* batch, doorbell, dead */
+	struct kvm_pagetype_op *batch;	/* one page */
+	u64 *doorbell;			/* one page, or NULL: the registers */
+	bool dead;			/* the device went away */
+};
 
+static struct pib_host *pib_host;	/* set before the hooks go on */
 static struct pt_engine pib_engine;
 
 static int pib_local_read(void *priv, u64 gfn, u64 *entries)
@@ -186,27 +205,92 @@ static const struct pt_env pib_local_env = {
 	.track = pib_local_track,
 };
 
+static void pib_backend_lock(void)
+{
+	if (pib_host)
+		mutex_lock(&pib_host->lock);
+	else
+		pt_engine_lock(&pib_engine);
+}
+
+static bool pib_backend_trylock(void)
+{
+	return mutex_trylock(pib_host ? &pib_host->lock : &pib_engine.lock);
+}
+
+static void pib_backend_unlock(void)
+{
+	if (pib_host)
+		mutex_unlock(&pib_host->lock);
+	else
+		pt_engine_unlock(&pib_engine);
+}
+
 /*
- * Run count ops under the engine's lock; each op's result is in its result
- * field.  A batch the engine cuts short at its work bound is resubmitted
- * from where it stopped.
+ * One batch of n ops (n <= KVM_PAGETYPE_MAX_BATCH) through the device;
+ * returns how many ran, 0 if the host ran none.
+ */
+static u32 pib_host_batch(struct pib_host *h, struct kvm_pagetype_op *ops,
+			  u32 n)
+{
+	phys_addr_t pa = page_to_phys(virt_to_page(h->batch));
+	u32 status, done;
+
+	if (h->dead)
+		return 0;
+	memcpy(h->batch, ops, n * sizeof(*ops));
+	if (h->doorbell) {
+		/* One store: the host has run the batch when it completes. */
+		WRITE_ONCE(h->doorbell[0], KVM_PAGETYPE_DB_RING(pa, n));
+		status = READ_ONCE(((u32 *)h->doorbell)[KVM_PAGETYPE_DB_STATUS_OFF / 4]);
+		done = READ_ONCE(((u32 *)h->doorbell)[KVM_PAGETYPE_DB_DONE_OFF / 4]);
+	} else {
+		writel(lower_32_bits(pa), h->regs + PAGETYPE_REG_BATCH_LO);
+		writel(upper_32_bits(pa), h->regs + PAGETYPE_REG_BATCH_HI);
+		writel(n, h->regs + PAGETYPE_REG_COUNT);
+		status = readl(h->regs + PAGETYPE_REG_STATUS);
+		done = readl(h->regs + PAGETYPE_REG_DONE);
+	}
+	if (status || done > n) {
+		pr_err_ratelimited("the host failed a batch of %u: status %u, %u done\n",
+				   n, status, done);
+		return 0;
+	}
+	memcpy(ops, h->batch, done * sizeof(*ops));
+	return done;
+}
+
+/*
+ * Run count ops under the backend's lock; each op's result is in its
+ * result field.  A batch the rules cut short at their work bound is
+ * resubmitted from where it stopped; ops a failed batch left get R_IO.
  */
 static void pib_run_locked(struct kvm_pagetype_op *ops, u32 count)
 {
-	u32 done = 0;
+	u32 done = 0, ran;
 
 	while (done < count) {
-		done += pt_engine_batch_locked(&pib_engine, PT_NO_HOME,
-					       ops + done, count - done);
+		if (pib_host)
+			ran = pib_host_batch(pib_host, ops + done,
+					     min_t(u32, count - done,
+						   KVM_PAGETYPE_MAX_BATCH));
+		else
+			ran = pt_engine_batch_locked(&pib_engine, PT_NO_HOME,
+						     ops + done, count - done);
 		atomic_long_inc(&pib_stats[PIB_BATCHES]);
+		if (!ran)
+			break;
+		done += ran;
 	}
+	for (; done < count; done++)
+		ops[done].result = KVM_PAGETYPE_R_IO;
 }
 
 static void pib_run(struct kvm_pagetype_op *ops, u32 count)
 {
-	pt_engine_lock(&pib_engine);
+	pib_backend_lock();
 	pib_run_locked(ops, count);
-	pt_engine_unlock(&pib_engine);
+	pib_backend_unlock();
 }
 
 static void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg)
@@ -930,14 +1014,14 @@ static unsigned long pib_shrink_scan(struct shrinker *s,
 
 	if (!mutex_trylock(&pib_shrink_lock))
 		return SHRINK_STOP;
-	if (!mutex_trylock(&pib_engine.lock)) {
+	if (!pib_backend_trylock()) {
 		mutex_unlock(&pib_shrink_lock);
 		return SHRINK_STOP;
 	}
 	for (i = PIB_LEVELS - 1; i >= 0 && freed < sc->nr_to_scan; i--)
 		freed += pib_release_cached(pib_shrink_batch, i + 1,
 					    sc->nr_to_scan - freed, true);
-	mutex_unlock(&pib_engine.lock);
+	pib_backend_unlock();
 	mutex_unlock(&pib_shrink_lock);
 	atomic_long_add(freed, &pib_stats[PIB_SHRINKER_FREED]);
 	return freed ?: SHRINK_STOP;
@@ -990,7 +1074,10 @@ static ssize_t enable_store(struct kobject *k, struct kobj_attribute *a,
 static ssize_t backend_name_show(struct kobject *k, struct kobj_attribute *a,
 				 char *buf)
 {
-	return sysfs_emit(buf, "local\n");
+	if (!pib_host)
+		return sysfs_emit(buf, "local\n");
+	return sysfs_emit(buf, "host %s\n",
+			  pib_host->doorbell ? "doorbell" : "registers");
 }
 
 /* Release n frames, from the fullest level first; 0: all of them. */
@@ -1171,9 +1258,17 @@ static struct attribute *pib_backend_attrs[] = {
 	NULL
 };
 
+/* With the host backend, its counts are the host's to give (debugfs). */
+static umode_t pib_backend_visible(struct kobject *k, struct attribute *a,
+				   int n)
+{
+	return !pib_host || a == &backend_name_attr.attr ? a->mode : 0;
+}
+
 static const struct attribute_group pib_backend_group = {
 	.name = "backend",
 	.attrs = pib_backend_attrs,
+	.is_visible = pib_backend_visible,
 };
 
 static const struct attribute_group *pib_groups[] = {
@@ -1181,6 +1276,113 @@ static const struct attribute_group *pib_groups[] = {
 };
 
 static struct kobject *pib_kobj;
+
+/* ---- the pagetype device ---- */
+
+static bool pib_probing;	/* only while the module loads */
+
+/*
+ * The host backend is chosen once, at load, before the hooks go on: the
+ * types of every frame live on one side.  A device that appears later is
+ * left alone.
+ */
+static int pib_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct pib_host *h;
+	u32 magic, version, status;
+	phys_addr_t db;
+	int ret;
+
+	if (!pib_probing || pib_host) {
+		dev_info(&pdev->dev, "not used: pibooster chose its backend at load\n");
+		return -EBUSY;
+	}
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	ret = pcim_iomap_regions(pdev, BIT(0), KBUILD_MODNAME);
+	if (ret)
+		return ret;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	h->regs = pcim_iomap_table(pdev)[0];
+	magic = readl(h->regs + PAGETYPE_REG_MAGIC);
+	version = readl(h->regs + PAGETYPE_REG_VERSION);
+	if (magic != PAGETYPE_MAGIC || version != KVM_PAGETYPE_ABI_VERSION) {
+		dev_err(&pdev->dev, "magic %#x, op set version %u: want %#x, %u\n",
+			magic, version, PAGETYPE_MAGIC,
+			KVM_PAGETYPE_ABI_VERSION);
+		ret = -ENODEV;
+		goto err_free;
+	}
+	ret = -ENOMEM;
+	h->batch = (void *)get_zeroed_page(GFP_KERNEL);
+	if (!h->batch)
+		goto err_free;
+	if (readl(h->regs + PAGETYPE_REG_FEATURES) & PAGETYPE_F_DOORBELL)
+		h->doorbell = (void *)get_zeroed_page(GFP_KERNEL);
+	if (h->doorbell) {
+		db = virt_to_phys(h->doorbell);
+		writel(lower_32_bits(db), h->regs + PAGETYPE_REG_DB_LO);
+		writel(upper_32_bits(db), h->regs + PAGETYPE_REG_DB_HI);
+		status = readl(h->regs + PAGETYPE_REG_STATUS);
+		if (status) {
+			dev_warn(&pdev->dev, "doorbell page refused (%u): the registers carry the batches\n",
+				 status);
+			free_page((unsigned long)h->doorbell);
+			h->doorbell = NULL;
+		}
+	}
+	mutex_init(&h->lock);
+	h->pdev = pdev;
+	pci_set_drvdata(pdev, h);
+	pib_host = h;
+	dev_info(&pdev->dev, "host backend: batches through the %s\n",
+		 h->doorbell ? "doorbell page" : "registers");
+	return 0;
+
+err_free:
+	kfree(h);
+	return ret;
+}
+
+/*
+ * The device is gone (unplugged, or the module unloads): no batch reaches
+ * the host from here on; pins fail (tables go out unpinned) and frames
+ * whose unpin fails stay out of use.  pib_host itself lives on until the
+ * module's exit, the hooks may still look at it.
+ */
+static void pib_remove(struct pci_dev *pdev)
+{
+	struct pib_host *h = pci_get_drvdata(pdev);
+
+	mutex_lock(&h->lock);
+	h->dead = true;
+	if (h->doorbell) {
+		writel(~0U, h->regs + PAGETYPE_REG_DB_LO);
+		writel(~0U, h->regs + PAGETYPE_REG_DB_HI);
+		free_page((unsigned long)h->doorbell);
+		h->doorbell = NULL;
+	}
+	free_page((unsigned long)h->batch);
+	h->batch = NULL;
+	mutex_unlock(&h->lock);
+}
+
+static const struct pci_device_id pib_ids[] = {
+	{ PCI_DEVICE(PAGETYPE_PCI_VENDOR_ID, PAGETYPE_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, pib_ids);
+
+static struct pci_driver pib_pci_driver = {
+	.name = KBUILD_MODNAME,
+	.id_table = pib_ids,
+	.probe = pib_probe,
+	.remove = pib_remove,
+	.driver.suppress_bind_attrs = true,
+};
 
 /* ---- load and unload ---- */
 
@@ -1266,9 +1468,17 @@ static int __init pib_init(void)
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	ret = pt_engine_init(&pib_engine, pib_nr_frames, 0, &pib_local_env);
+	pib_probing = true;
+	ret = pci_register_driver(&pib_pci_driver);
+	pib_probing = false;
 	if (ret)
 		goto err_free;
+	if (!pib_host) {
+		ret = pt_engine_init(&pib_engine, pib_nr_frames, 0,
+				     &pib_local_env);
+		if (ret)
+			goto err_pci;
+	}
 	for (i = 0; i < PIB_LEVELS; i++) {
 		spin_lock_init(&pib_levels[i].lock);
 		pib_levels[i].limit = ULONG_MAX;
@@ -1298,8 +1508,12 @@ static int __init pib_init(void)
 	ret = klp_enable_patch(&pib_patch);
 	if (ret)
 		goto err_reaper;
-	pr_info("page types kept in the guest only (the rule engine runs here: no host backend in this version); cache %s, %lu frames\n",
-		pib_cache_on ? "on" : "off", pib_nr_frames);
+	if (pib_host)
+		pr_info("page types kept by the host; cache %s, %lu frames\n",
+			pib_cache_on ? "on" : "off", pib_nr_frames);
+	else
+		pr_info("no pagetype device: page types kept in the guest only (the host's rule engine runs here); cache %s, %lu frames\n",
+			pib_cache_on ? "on" : "off", pib_nr_frames);
 	return 0;
 
 err_reaper:
@@ -1310,7 +1524,12 @@ err_reaper:
 err_kobj:
 	kobject_put(pib_kobj);
 err_engine:
-	pt_engine_destroy(&pib_engine);
+	if (!pib_host)
+		pt_engine_destroy(&pib_engine);
+err_pci:
+	pci_unregister_driver(&pib_pci_driver);
+	kfree(pib_host);
+	pib_host = NULL;
 err_free:
 	kfree(pib_shrink_batch);
 	vfree(pib_state);
@@ -1331,7 +1550,11 @@ static void __exit pib_exit(void)
 		atomic_long_read(&pib_stats[PIB_ERRORS]),
 		atomic_long_read(&pib_stats[PIB_TO_SEMI]),
 		atomic_long_read(&pib_stats[PIB_TO_WRITABLE]));
-	pt_engine_destroy(&pib_engine);
+	pci_unregister_driver(&pib_pci_driver);
+	if (pib_host)
+		kfree(pib_host);
+	else
+		pt_engine_destroy(&pib_engine);
 	kfree(pib_shrink_batch);
 	vfree(pib_state);
 }
