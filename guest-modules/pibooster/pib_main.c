@@ -1551,10 +1551,9 @@ static void __exit pib_exit(void)
 		atomic_long_read(&pib_stats[PIB_TO_SEMI]),
 		atomic_long_read(&pib_stats[PIB_TO_WRITABLE]));
 	pci_unregister_driver(&pib_pci_driver);
-	if (pib_host)
-		kfree(pib_host);
-	else
+	if (!pib_host)
 		pt_engine_destroy(&pib_engine);
+	kfree(pib_host);
 	kfree(pib_shrink_batch);
 	vfree(pib_state);
 }
