@@ -28,6 +28,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/kobject.h>
 #include <linux/livepatch.h>
@@ -36,6 +37,7 @@
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/sched/task.h>
+#include <linux/seq_file.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -1277,6 +1279,38 @@ static const struct attribute_group *pib_groups[] = {
 
 static struct kobject *pib_kobj;
 
+/*
+ * debugfs pibooster/frames: every frame the module holds or has pinned,
+ * one per line: "<pfn> l<level> <state>", state table (writable before
+ * the pin), table-semi, pending (freed, the kernel still holds it) or
+ * cached.  For tests and debugging: which frames no device may reach.
+ */
+static int pib_frames_show(struct seq_file *m, void *unused)
+{
+	unsigned long pfn;
+
+	for (pfn = 0; pfn < pib_nr_frames; pfn++) {
+		u8 s = READ_ONCE(pib_state[pfn]);
+		const char *what;
+
+		if (!s)
+			continue;
+		if (s & PIB_S_CACHED)
+			what = "cached";
+		else if (s & PIB_S_PENDING)
+			what = "pending";
+		else if (s & PIB_S_TABLE)
+			what = s & PIB_S_SEMI ? "table-semi" : "table";
+		else
+			continue;	/* in passing between two states */
+		seq_printf(m, "%#lx l%u %s\n", pfn, s & PIB_S_LEVEL, what);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(pib_frames);
+
+static struct dentry *pib_debugfs;
+
 /* ---- the pagetype device ---- */
 
 static bool pib_probing;	/* only while the module loads */
@@ -1501,6 +1535,9 @@ static int __init pib_init(void)
 	ret = register_shrinker(&pib_shrinker, "pibooster");
 	if (ret)
 		goto err_kobj;
+	pib_debugfs = debugfs_create_dir("pibooster", NULL);
+	debugfs_create_file("frames", 0400, pib_debugfs, NULL,
+			    &pib_frames_fops);
 	if (enable)
 		pib_set_cache(true);
 	pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
@@ -1517,6 +1554,7 @@ static int __init pib_init(void)
 	return 0;
 
 err_reaper:
+	debugfs_remove(pib_debugfs);
 	WRITE_ONCE(pib_stopping, true);
 	cancel_delayed_work_sync(&pib_reaper);
 	pib_set_cache(false);
@@ -1540,6 +1578,7 @@ static void __exit pib_exit(void)
 {
 	WRITE_ONCE(pib_stopping, true);
 	cancel_delayed_work_sync(&pib_reaper);
+	debugfs_remove(pib_debugfs);
 	kobject_put(pib_kobj);
 	unregister_shrinker(&pib_shrinker);
 	pib_set_cache(false);

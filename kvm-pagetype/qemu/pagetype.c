@@ -46,15 +46,47 @@ struct PagetypeState {
     uint32_t done;              /* PAGETYPE_REG_DONE */
     uint64_t doorbell;          /* PAGETYPE_REG_DB_LO/HI */
 
+    /* the device to confine (dma-device), once the guest uses us */
+    struct kvm_pagetype_dma_device dma;
+    bool dma_wanted;
+    bool dma_confined;
+    bool dma_failed;            /* said once, not tried again */
+
     /* properties */
     char *path;
     bool kernel_half;
+    char *dma_device;
 };
+
+/*
+ * Confine the dma-device to this VM: its DMA reaches our RAM at IOVA =
+ * guest-physical address, except frames whose type forbids it.  Done on
+ * the guest's first batch or doorbell, not at realize: the firmware
+ * remaps memory first (PAM), and removing a memslot releases the device.
+ */
+static void pagetype_confine(PagetypeState *s)
+{
+    int ret;
+
+    if (!s->dma_wanted || s->dma_confined || s->dma_failed) {
+        return;
+    }
+    ret = ioctl(s->fd, KVM_PAGETYPE_DMA_CONFINE, &s->dma) ? errno : 0;
+    trace_pagetype_confine(s->dma_device, ret);
+    if (ret && ret != EBUSY) {
+        warn_report("pagetype: cannot confine %s to this VM: %s",
+                    s->dma_device, strerror(ret));
+        s->dma_failed = true;
+        return;
+    }
+    s->dma_confined = true;
+}
 
 static void pagetype_run_batch(PagetypeState *s, uint32_t count)
 {
     struct kvm_pagetype_batch b = { .gpa = s->batch, .count = count };
 
+    pagetype_confine(s);
     s->done = 0;
     s->status = ioctl(s->fd, KVM_PAGETYPE_RUN_BATCH, &b) ? errno : 0;
     if (!s->status) {
@@ -67,6 +99,7 @@ static void pagetype_set_doorbell(PagetypeState *s)
 {
     struct kvm_pagetype_doorbell d = { .gpa = s->doorbell };
 
+    pagetype_confine(s);
     s->status = ioctl(s->fd, KVM_PAGETYPE_SET_DOORBELL, &d) ? errno : 0;
     trace_pagetype_doorbell(s->doorbell, s->status);
 }
@@ -139,6 +172,28 @@ static const MemoryRegionOps pagetype_mmio_ops = {
     },
 };
 
+/* "[domain:]bus:slot.function" for the ioctls; false if it is not one. */
+static bool pagetype_parse_pci(const char *str,
+                               struct kvm_pagetype_dma_device *d)
+{
+    unsigned int seg = 0, bus, slot, fn;
+    char end;
+
+    if (sscanf(str, "%x:%x:%x.%x%c", &seg, &bus, &slot, &fn, &end) != 4) {
+        seg = 0;
+        if (sscanf(str, "%x:%x.%x%c", &bus, &slot, &fn, &end) != 3) {
+            return false;
+        }
+    }
+    if (bus > 0xff || slot > 0x1f || fn > 7) {
+        return false;
+    }
+    *d = (struct kvm_pagetype_dma_device){
+        .segment = seg, .bus = bus, .devfn = slot << 3 | fn,
+    };
+    return true;
+}
+
 /* Undo pagetype_realize's steps from the last one that succeeded. */
 static void pagetype_teardown(PagetypeState *s)
 {
@@ -162,6 +217,14 @@ static void pagetype_realize(PCIDevice *pdev, Error **errp)
     int version;
 
     s->fd = -1;
+    if (s->dma_device) {
+        if (!pagetype_parse_pci(s->dma_device, &s->dma)) {
+            error_setg(errp, "pagetype: dma-device %s is not a PCI address "
+                       "([domain:]bus:slot.function)", s->dma_device);
+            return;
+        }
+        s->dma_wanted = true;
+    }
     if (!kvm_enabled()) {
         error_setg(errp, "pagetype: needs KVM (-accel kvm): the page types "
                    "live in the host module kvm_pagetype.ko");
@@ -221,11 +284,14 @@ static void pagetype_reset(DeviceState *dev)
     s->status = 0;
     s->done = 0;
     s->doorbell = KVM_PAGETYPE_NO_DOORBELL;
+    /* The firmware remaps memory again: confine again on first use. */
+    s->dma_confined = false;
 }
 
 static Property pagetype_properties[] = {
     DEFINE_PROP_STRING("path", PagetypeState, path),
     DEFINE_PROP_BOOL("kernel-half", PagetypeState, kernel_half, true),
+    DEFINE_PROP_STRING("dma-device", PagetypeState, dma_device),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -62,7 +62,9 @@ stats() {
 		 tables_l3; do
 		read v <$P/$f; echo "stat $f $v"
 	done
+	# the local backend's counts (with a host, they are the host's)
 	for f in tables_l1 tables_l2 tables_l3 semi op_errors; do
+		test -e $P/backend/$f || continue
 		read v <$P/backend/$f; echo "stat backend_$f $v"
 	done
 }

@@ -5,6 +5,7 @@
  *   pt-storm [-m fork|exec|sh] [-n iterations] [-s seconds] [-w spans]
  *            [-S seconds]
  *   pt-storm -H MiB
+ *   pt-storm -V seconds
  *
  * The parent populates a few megabytes (so that fork copies page tables);
  * each iteration forks a child that maps regions far enough apart to need
@@ -17,10 +18,16 @@
  * status is the number of failed children (at most 100) and the last line
  * says "pt-storm: N iterations, F failures".  -w N has each child also
  * touch N more 2 MiB spans, each its own PTE table (up to 4096), and -S
- * seconds makes it hold them that long before it lets go.
+ * seconds makes it hold them that long, then check them again, before it
+ * lets go.
  *
  * -H MiB is memory pressure instead: touch that much anonymous memory,
  * page by page, and exit 0 (or be killed by the OOM killer).
+ *
+ * -V seconds is a DMA victim: one page of 0xab bytes, its frame printed
+ * ("victim pfn 0x..."), then after that many seconds "victim landed" if
+ * its first 256 bytes are all 0 (what edu-dma writes), else "victim
+ * intact".
  */
 #include <errno.h>
 #include <stdint.h>
@@ -74,8 +81,12 @@ static int churn(uintptr_t hint, size_t len, size_t stride, unsigned int seed,
 		p[off] = pattern((uintptr_t)p + off, seed);
 	for (off = 0; off < len; off += stride)
 		bad |= p[off] != pattern((uintptr_t)p + off, seed);
-	if (nohuge && hold)
+	if (nohuge && hold) {
 		sleep(hold);
+		/* what a stray DMA into a table or a page would have changed */
+		for (off = 0; off < len; off += stride)
+			bad |= p[off] != pattern((uintptr_t)p + off, seed);
+	}
 	if (munmap(p, len))
 		bad = 1;
 	return bad;
@@ -120,6 +131,39 @@ static int hog(long mib)
 	return 0;
 }
 
+/* The frame of the page at p, from /proc/self/pagemap (root sees it). */
+static uint64_t pfn_of(const void *p)
+{
+	uint64_t entry = 0;
+	FILE *f = fopen("/proc/self/pagemap", "rb");
+
+	VM_ASSERT_ERRNO(f, "/proc/self/pagemap");
+	VM_ASSERT(!fseek(f, (uintptr_t)p / 4096 * 8, SEEK_SET) &&
+		  fread(&entry, 8, 1, f) == 1, "pagemap read");
+	fclose(f);
+	VM_ASSERT(entry >> 63 && (entry & ((1ULL << 55) - 1)),
+		  "page not present or no frame: %#llx",
+		  (unsigned long long)entry);
+	return entry & ((1ULL << 55) - 1);
+}
+
+static int victim(long seconds)
+{
+	uint8_t *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_LOCKED, -1, 0);
+	int i, zero = 1;
+
+	VM_ASSERT_ERRNO(p != MAP_FAILED, "mmap");
+	memset(p, 0xab, 4096);
+	printf("victim pfn %#llx\n", (unsigned long long)pfn_of(p));
+	fflush(stdout);
+	sleep(seconds);
+	for (i = 0; i < 256; i++)
+		zero &= p[i] == 0;
+	printf("victim %s\n", zero ? "landed" : "intact");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = "fork";
@@ -130,7 +174,7 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--child"))
 		return child_work();
-	while ((c = getopt(argc, argv, "m:n:s:w:S:H:")) != -1) {
+	while ((c = getopt(argc, argv, "m:n:s:w:S:H:V:")) != -1) {
 		switch (c) {
 		case 'm':
 			mode = optarg;
@@ -150,8 +194,10 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			return hog(atol(optarg));
+		case 'V':
+			return victim(atol(optarg));
 		default:
-			fprintf(stderr, "usage: pt-storm [-m fork|exec|sh] [-n N] [-s S] [-w N] [-S S] | -H MiB\n");
+			fprintf(stderr, "usage: pt-storm [-m fork|exec|sh] [-n N] [-s S] [-w N] [-S S] | -H MiB | -V S\n");
 			return 2;
 		}
 	}

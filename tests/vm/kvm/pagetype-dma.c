@@ -7,9 +7,8 @@
  *
  *   pagetype-dma [TEST...]     (default: all; "list" prints the names)
  *
- * edu copies between its 4 KiB buffer (at 0x40000 in its DMA space) and
- * DMA addresses, 100 ms after the command; a count past the buffer aborts
- * QEMU, so every transfer here is T_LEN bytes from the buffer's start.
+ * Every edu transfer here is T_LEN bytes from the start of its buffer
+ * (edu.h).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -21,20 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "edu.h"
 #include "kvmtest.h"
 
 #define R(x)	KVM_PAGETYPE_R_##x
 #define OP(x)	KVM_PAGETYPE_OP_##x
-
-#define EDU_VENDOR	0x1234
-#define EDU_DEVICE	0x11e8
-#define EDU_DMA_SRC	0x80
-#define EDU_DMA_DST	0x88
-#define EDU_DMA_CNT	0x90
-#define EDU_DMA_CMD	0x98
-#define EDU_CMD_RUN	0x1
-#define EDU_CMD_TO_RAM	0x2	/* buffer -> DMA address */
-#define EDU_BUF		0x40000
 
 #define T_LEN		256
 #define F_WRITABLE	0x40	/* frames free in kvmtest's layout */
@@ -42,149 +32,11 @@
 #define F_SEMI		0x42
 #define F_TABLE		0x100	/* not mapped by the user L1 */
 
-#define SYSPCI		"/sys/bus/pci/devices"
-
-static char edu_name[32];
-static struct kvm_pagetype_dma_device edu;
-static volatile uint64_t *edu_regs;
-
-static int read_sysfs_hex(const char *dev, const char *attr, unsigned int *v)
-{
-	char path[256];
-	FILE *f;
-	int ok;
-
-	snprintf(path, sizeof(path), SYSPCI "/%s/%s", dev, attr);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	ok = fscanf(f, "%x", v) == 1;
-	fclose(f);
-	return ok ? 0 : -1;
-}
-
-static bool has_driver(const char *dev)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), SYSPCI "/%s/driver", dev);
-	return access(path, F_OK) == 0;
-}
-
-/* Devices in dev's IOMMU group, or -1 without one. */
-static int group_size(const char *dev)
-{
-	char path[256];
-	struct dirent *d;
-	int n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), SYSPCI "/%s/iommu_group/devices", dev);
-	dir = opendir(path);
-	if (!dir)
-		return -1;
-	while ((d = readdir(dir)))
-		n += d->d_name[0] != '.';
-	closedir(dir);
-	return n;
-}
-
-static struct kvm_pagetype_dma_device pci_addr(const char *dev)
-{
-	unsigned int seg, bus, slot, fn;
-
-	KT_ASSERT(sscanf(dev, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
-		  "PCI name %s", dev);
-	return (struct kvm_pagetype_dma_device){
-		.segment = seg, .bus = bus, .devfn = slot << 3 | fn,
-	};
-}
-
-/*
- * The first device that matches: edu (want 0), a device sharing its
- * IOMMU group (1), a device alone in its group with a driver bound (2).
- */
-static bool find_device(int want, char *name, size_t len)
-{
-	unsigned int vendor, device;
-	struct dirent *d;
-	bool found = false;
-	DIR *dir;
-
-	dir = opendir(SYSPCI);
-	KT_ASSERT(dir, "opendir " SYSPCI);
-	while (!found && (d = readdir(dir))) {
-		if (d->d_name[0] == '.' ||
-		    read_sysfs_hex(d->d_name, "vendor", &vendor) ||
-		    read_sysfs_hex(d->d_name, "device", &device))
-			continue;
-		if (want == 0)
-			found = vendor == EDU_VENDOR && device == EDU_DEVICE;
-		else if (want == 1)
-			found = group_size(d->d_name) > 1;
-		else
-			found = group_size(d->d_name) == 1 &&
-				has_driver(d->d_name);
-		if (found)
-			snprintf(name, len, "%.*s", (int)len - 1, d->d_name);
-	}
-	closedir(dir);
-	return found;
-}
-
-/* edu: found, unbound, memory decoding and bus mastering on, BAR mapped. */
-static void edu_setup(void)
-{
-	char path[256];
-	uint16_t cmd;
-	void *bar;
-	int fd;
-
-	KT_ASSERT(find_device(0, edu_name, sizeof(edu_name)), "no edu device");
-	KT_ASSERT(!has_driver(edu_name), "edu %s has a driver", edu_name);
-	KT_EQ(group_size(edu_name), 1);
-	edu = pci_addr(edu_name);
-
-	snprintf(path, sizeof(path), SYSPCI "/%s/config", edu_name);
-	fd = open(path, O_RDWR);
-	KT_ASSERT(fd >= 0, "open %s", path);
-	KT_EQ(pread(fd, &cmd, 2, 4), 2);
-	cmd |= 0x6;			/* memory space, bus master */
-	KT_EQ(pwrite(fd, &cmd, 2, 4), 2);
-	close(fd);
-
-	snprintf(path, sizeof(path), SYSPCI "/%s/resource0", edu_name);
-	fd = open(path, O_RDWR | O_SYNC);
-	KT_ASSERT(fd >= 0, "open %s", path);
-	bar = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	KT_ASSERT(bar != MAP_FAILED, "mmap %s", path);
-	close(fd);
-	edu_regs = bar;
-	/* The ID register, 0x010000ed (registers below 0x80: 4 bytes). */
-	KT_EQ(*(volatile uint32_t *)bar & 0xffff, 0xed);
-}
-
-/* One transfer of T_LEN bytes; returns when edu says it is done. */
-static void edu_dma(uint64_t src, uint64_t dst, bool to_ram)
-{
-	struct timespec ts = { 0, 10 * 1000 * 1000 };
-	int i;
-
-	edu_regs[EDU_DMA_SRC / 8] = src;
-	edu_regs[EDU_DMA_DST / 8] = dst;
-	edu_regs[EDU_DMA_CNT / 8] = T_LEN;
-	edu_regs[EDU_DMA_CMD / 8] = EDU_CMD_RUN | (to_ram ? EDU_CMD_TO_RAM : 0);
-	for (i = 0; i < 1000 && (edu_regs[EDU_DMA_CMD / 8] & EDU_CMD_RUN); i++)
-		nanosleep(&ts, NULL);
-	KT_ASSERT(!(edu_regs[EDU_DMA_CMD / 8] & EDU_CMD_RUN),
-		  "edu DMA still running after 10 s");
-}
-
 /* Fill edu's buffer with pattern, by DMA from the writable F_SOURCE. */
 static void edu_load(struct kt_vm *vm, uint8_t pattern)
 {
 	memset(kt_frame(vm, F_SOURCE), pattern, T_LEN);
-	edu_dma(F_SOURCE * KT_PAGE, EDU_BUF, false);
+	edu_dma(F_SOURCE * KT_PAGE, EDU_BUF, T_LEN, false);
 }
 
 /* Whether the first T_LEN bytes of frame gfn are all pattern. */
@@ -203,7 +55,7 @@ static bool frame_is(struct kt_vm *vm, uint64_t gfn, uint8_t pattern)
 static bool dma_lands(struct kt_vm *vm, uint64_t gfn, uint8_t pattern)
 {
 	edu_load(vm, pattern);
-	edu_dma(EDU_BUF, gfn * KT_PAGE, true);
+	edu_dma(EDU_BUF, gfn * KT_PAGE, T_LEN, true);
 	return frame_is(vm, gfn, pattern);
 }
 
