@@ -71,10 +71,12 @@ stats() {
 """
 
 
-def guest(name, script, memory=512, **kw):
+def guest(name, script, memory=512, programs=(), **kw):
+    """A plain guest (2 vCPUs) with pibooster.ko, pt-storm and @programs,
+    running HELPERS then @script."""
     return Guest(name, HELPERS + script, modules=[builddir(*KO)],
-                 programs=[builddir(*STORM)], memory=memory, smp=2,
-                 kmods=kw.pop("kmods", ()), **kw)
+                 programs=[builddir(*STORM)] + list(programs),
+                 memory=memory, smp=2, **kw)
 
 
 def stats(text, tag=None):
