@@ -63,6 +63,8 @@ pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms ope
 	linux-source-6.1"
 # modules for the 6.12 kernel: its kbuild adds BTF to every module (pahole)
 pkgs="$pkgs dwarves"
+# make bench's plot of pibooster's flush rate
+pkgs="$pkgs gnuplot-nox"
 # the libvirt hook and generator: libxml2; virt-xml-validate (and the
 # xmllint it runs) for the generator's test
 pkgs="$pkgs libxml2-dev libvirt-clients libxml2-utils"

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""pibooster.ko's figures against the real host module with a device
+confined (docs/benchmarks.md, "pibooster, nested"): a TCG level 1 on q35
+with an emulated VT-d, QEMU's edu alone in its IOMMU group, kvm_amd npt=0
+and kvm_pagetype.ko; a level-2 Debian guest whose QEMU confines edu to it
+(-device pagetype,dma-device=...), so that every page table it pins is
+unmapped from edu's IOMMU domain.  In level 2, one boot:
+
+  1. pt-lat (lmbench lat_proc's method) natively, in coarse mode and in
+     PiBooster mode;
+  2. a process-churn workload (pt-storm) in three phases: coarse, PiBooster
+     enabled before it (Pre-PiBooster), and coarse with PiBooster enabled
+     while it runs (Dyn-PiBooster).
+
+Level 1 samples the host module's IOTLB flush count once a second, with
+the phase level 2 is in, and level 0's QEMU traces every IOTLB
+invalidation it is asked for.  It prints the tables, writes CSV to
+tests/logs/pibooster-nested-bench*.csv and, with gnuplot, the flush rate
+over time to tests/logs/pibooster-flushes.png (the paper's figure 8).  A
+benchmark: it asserts nothing but that it ran."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "vm"))
+from vmtest import Guest, boot, builddir, nested, nested_result  # noqa: E402
+from pibooster import HELPERS, KO, STORM  # noqa: E402
+
+EDU = "0000:00:04.0"
+ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "5"))
+PER_ROUND = int(os.environ.get("PIBOOSTER_BENCH_N", "10"))
+PHASE = int(os.environ.get("PIBOOSTER_BENCH_PHASE", "30"))
+BIN = 5         # seconds per point of the flush rate
+
+L2_SCRIPT = r"""
+phase() { echo "pibooster-bench: phase $1" >/dev/kmsg; }
+lat() { echo "== lat $1"; pt-lat -r %(r)d -n %(n)d; }
+phase native; lat native
+pib_load enable=0
+phase coarse-lat; lat coarse
+echo 1 >$P/enable
+phase pibooster-lat; lat pibooster
+echo 0 >$P/enable
+phase coarse; pt-storm -s %(t)d
+echo 1 >$P/enable
+phase pre; pt-storm -s %(t)d
+echo 0 >$P/enable
+phase dyn; pt-storm -s %(t2)d >/tmp/dyn & s=$!
+pause %(half)d
+echo 1 >$P/enable
+phase dyn-on
+wait $s; cat /tmp/dyn
+phase end
+for l in 1 2 3; do read c <$P/cached_l$l; echo "cache l$l $c"; done
+pib_unload
+""" % {"r": ROUNDS, "n": PER_ROUND, "t": PHASE, "t2": 2 * PHASE,
+       "half": PHASE}
+
+L1_SCRIPT = r"""
+mount -t debugfs none /sys/kernel/debug
+insmod /lib/modules/extra/kvm_pagetype.ko
+G=/sys/kernel/debug/kvm_pagetype/global
+sample() {
+	t0=$(date +%s)
+	while test ! -e /tmp/l2-done; do
+		f=$(awk '$1 == "dma_flushes" { print $2 }' $G)
+		p=$(grep -o 'pibooster-bench: phase [a-z-]*' \
+			/tmp/pibooster-bench.console 2>/dev/null | tail -1)
+		echo "sample $(($(date +%s) - t0)) $f ${p##* }"
+		sleep 1
+	done
+}
+sample >/tmp/samples & sp=$!
+run_l2 pibooster-bench
+touch /tmp/l2-done; wait $sp
+cp $G /tmp/host
+"""
+
+
+def lat_table(text):
+    lat = {}
+    for mode in ("native", "coarse", "pibooster"):
+        block = text.split("== lat %s\n" % mode, 1)[1].split("\n== ", 1)[0]
+        lat[mode] = dict((m.group(1), float(m.group(2))) for m in
+                         re.finditer(r"^lat (\S+) ([\d.]+)$", block, re.M))
+    return lat
+
+
+def flush_rates(samples):
+    """Flushes per minute in BIN-second bins, tagged with the phase at the
+    bin's end, from the per-second samples (t, count, phase)."""
+    rows, start = [], None
+    for t, count, ph in samples:
+        if ph in ("", "native", "coarse-lat", "pibooster-lat"):
+            continue
+        if start is None:
+            start = (t, count)
+            continue
+        if t - start[0] >= BIN:
+            rate = (count - start[1]) * 60.0 / (t - start[0])
+            rows.append((t, rate, ph))
+            start = (t, count)
+    return rows
+
+
+def main():
+    l2 = Guest("pibooster-bench", HELPERS + L2_SCRIPT,
+               modules=[builddir(*KO)], programs=[
+                   builddir(*STORM), builddir("tests", "vm", "guest",
+                                              "pt-lat")],
+               memory=256, smp=1,
+               qemu_args=["-device", "pagetype,dma-device=" + EDU])
+    l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
+                modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
+                l1_machine="q35,kernel-irqchip=split",
+                l1_args=["-device", "intel-iommu,intremap=on,caching-mode=on",
+                         "-device", "edu,addr=04.0",
+                         "-trace", "vtd_inv_desc_iotlb*"],
+                cmdline="intel_iommu=on", l2_collect=["/tmp/host",
+                                                      "/tmp/samples"],
+                l2_timeout=1500, emulator_retries=1)
+    r1 = boot(l1, timeout=1800)
+    r2 = nested_result(r1, "pibooster-bench")
+    if r1.outcome != "pass" or r2.outcome != "pass":
+        print(r1.text())
+        print(r2.text())
+        print("pibooster-nested-bench: %s; %s" % (r1.describe(),
+                                                   r2.describe()))
+        return 1
+    text = r2.text()
+    lat = lat_table(text)
+    logs = builddir("tests", "logs")
+    print("pibooster, nested (TCG level 1, KVM level 2, edu confined); "
+          "median of %d rounds of %d, us per operation" % (ROUNDS, PER_ROUND))
+    print("%-14s %10s %10s %8s %10s %8s %10s" % (
+        "operation", "native", "coarse", "ratio", "pibooster", "ratio",
+        "pib/coarse"))
+    with open(os.path.join(logs, "pibooster-nested-bench.csv"), "w") as f:
+        f.write("operation,native_us,coarse_us,coarse_ratio,pibooster_us,"
+                "pibooster_ratio,pibooster_over_coarse\n")
+        for op in lat["native"]:
+            n, c, p = (lat[m][op] for m in ("native", "coarse", "pibooster"))
+            print("%-14s %10.1f %10.1f %8.2f %10.1f %8.2f %10.2f"
+                  % (op, n, c, c / n, p, p / n, p / c))
+            f.write("%s,%.2f,%.2f,%.3f,%.2f,%.3f,%.3f\n"
+                    % (op, n, c, c / n, p, p / n, p / c))
+    samples = [(int(t), int(c), ph) for t, c, ph in re.findall(
+        r"^sample (\d+) (\d+) ?(\S*)$",
+        r1.files["samples"].decode(), re.M)]
+    rates = flush_rates(samples)
+    csv = os.path.join(logs, "pibooster-nested-bench-flushes.csv")
+    with open(csv, "w") as f:
+        f.write("seconds,flushes_per_minute,phase\n")
+        for t, rate, ph in rates:
+            f.write("%d,%.0f,%s\n" % (t, rate, ph))
+    by_phase = {}
+    for t, rate, ph in rates:
+        by_phase.setdefault(ph, []).append(rate)
+    print("IOTLB flushes per minute (the module's count, %d s bins), "
+          "per phase:" % BIN)
+    for ph in ("coarse", "pre", "dyn", "dyn-on"):
+        r = by_phase.get(ph, [])
+        if r:
+            print("  %-7s mean %6.0f  first %6.0f  last %6.0f  (%d bins)"
+                  % (ph, sum(r) / len(r), r[0], r[-1], len(r)))
+    host = dict(l.split() for l in r1.files["host"].decode().splitlines())
+    trace = len(re.findall(r"vtd_inv_desc_iotlb_\w+", r1.stderr))
+    print("host module: %s IOMMU maps, %s unmaps, %s IOTLB flushes; level "
+          "0's QEMU: %d IOTLB invalidation descriptors"
+          % (host["dma_maps"], host["dma_unmaps"], host["dma_flushes"],
+             trace))
+    cache = re.findall(r"^cache (l\d) (\d+)$", text, re.M)
+    print("cache after the churn: %s" % ", ".join("%s %s" % c
+                                                   for c in cache))
+    if shutil.which("gnuplot"):
+        png = os.path.join(logs, "pibooster-flushes.png")
+        subprocess.run(["gnuplot"], check=True, input=(
+            'set terminal png size 800,400\n'
+            'set output "%s"\n'
+            'set datafile separator ","\n'
+            'set title "IOTLB flushes per minute (TCG/nested): coarse, '
+            'Pre-PiBooster, Dyn-PiBooster"\n'
+            'set xlabel "seconds"\nset ylabel "flushes per minute"\n'
+            'plot "%s" every ::1 using 1:2 with linespoints notitle\n'
+            % (png, csv)).encode())
+        print("wrote " + png)
+    print("wrote " + csv)
+    return 0
+
+
+sys.exit(main())
