@@ -4,8 +4,9 @@ emulated VT-d and QEMU's edu device alone in its IOMMU group; the level-2
 QEMU confines edu to its VM (-device pagetype,dma-device=...), which
 happens when level 2's pibooster.ko registers its doorbell.  Level 2
 holds 64 PTE tables in one process and names three frames on its console:
-a page of a victim process (writable), a pinned L1 table of the holder
-(new since the holder started), and a cached, semi-writable frame.  Level
+a page of a victim process (writable), a pinned L1 table new since the
+holder started (the holder's: nothing else forks meanwhile), and a
+cached, semi-writable frame.  Level
 1 has edu write zeros to each, by DMA at IOVA = guest-physical address.
 The victim's page is zeroed (the device does reach the VM), the holder
 finds its pages as it left them (its tables were not touched), the cache
@@ -30,15 +31,21 @@ F=/sys/kernel/debug/pibooster/frames
 pib_load
 read b <$P/backend/name; echo "backend $b"
 pt-storm -V 40 >/tmp/victim & v=$!
-awk '$3 ~ /^table/ { print $1 }' $F >/tmp/before
+pause 2
+# From here to the targets line, only the holder forks: the frames file is
+# read with the shell's builtins, so no reader's own tables are among the
+# new ones.
+seen=" "
+while read f l s; do seen="$seen$f "; done <$F
 pt-storm -n 1 -w 64 -S 35 >/tmp/hold 2>&1 & h=$!
 pause 5
-# the last L1 table pinned since the holder started: most likely its own
-t=$(awk 'NR == FNR { old[$1]; next }
-	$2 == "l1" && $3 ~ /^table/ && !($1 in old) { t = $1 }
-	END { print t }' /tmp/before $F)
-c=$(awk '$3 == "cached" { print $1; exit }' $F)
-p=$(awk '/^victim pfn/ { print $3 }' /tmp/victim)
+t= c=
+while read f l s; do
+	case "$s" in cached) c=${c:-$f}; continue;; table*) ;; *) continue;; esac
+	case "$seen" in *" $f "*) continue;; esac
+	test "$l" = l1 && t=$f
+done <$F
+read x y p </tmp/victim
 echo "pibooster-dma: targets victim $p table $t cached $c" >/dev/kmsg
 # level 1 fires within seconds; the holder holds for 35
 pause 15
