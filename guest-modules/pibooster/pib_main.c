@@ -154,6 +154,18 @@ static const char * const pib_stat_names[PIB_NR_STATS] = {
 static struct pib_level pib_levels[PIB_LEVELS];
 static atomic_long_t pib_stats[PIB_NR_STATS];
 
+/*
+ * Time per level (debugfs pibooster/latency): an allocation from the
+ * hook's entry to its return; a free as the frame's share of the batch
+ * that unpinned it and cached it or gave it back (the kernel's own part,
+ * queueing it in the hook, is a few stores).
+ */
+struct pib_lat {
+	atomic64_t allocs, alloc_ns, frees, free_ns;
+};
+
+static struct pib_lat pib_lat[PIB_LEVELS];
+
 static u8 *pib_state;
 static unsigned long pib_nr_frames;
 static struct mm_struct *pib_init_mm;
@@ -615,6 +627,7 @@ static bool pib_lifetime_ref(int level)
  */
 static void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 {
+	u64 t0 = ktime_get_ns(), share;
 	struct page *page;
 	u32 i, m = 0;
 
@@ -646,13 +659,22 @@ static void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 		pib_op(&b->ops[m++], KVM_PAGETYPE_OP_TO_WRITABLE,
 		       page_to_pfn(page));
 	}
-	if (!m)
-		return;
-	pib_run(b->ops, m);
-	for (i = 0; i < m; i++) {
-		pib_count_op(&b->ops[i]);
-		if (!b->ops[i].result && !borrowed)
-			pib_free_frame(b->pages[i]);
+	if (m) {
+		pib_run(b->ops, m);
+		for (i = 0; i < m; i++) {
+			pib_count_op(&b->ops[i]);
+			if (!b->ops[i].result && !borrowed)
+				pib_free_frame(b->pages[i]);
+		}
+	}
+	share = (ktime_get_ns() - t0) / n;
+	for (i = 0; i < n; i++) {
+		int level = b->levels[i] & PIB_S_LEVEL;
+
+		if (!level)
+			continue;
+		atomic64_inc(&pib_lat[level - 1].frees);
+		atomic64_add(share, &pib_lat[level - 1].free_ns);
 	}
 }
 
@@ -685,13 +707,12 @@ static void pib_release_tables(struct list_head *list)
 }
 
 /*
- * A table for mm at a level: from the cache when it is on and has one,
+ * A table at a level: from the cache when it is on and has one,
  * else from the page allocator; pinned before it is returned.  A table
  * the backend refuses to pin is handed out as the stock kernel would
  * (counted as an error: the rules and the cache disagree).
  */
-static struct page *pib_table_alloc(struct mm_struct *mm, int level,
-				    gfp_t gfp)
+static struct page *__pib_table_alloc(int level, gfp_t gfp)
 {
 	struct kvm_pagetype_op ops[3];
 	struct page *page = NULL;
@@ -699,8 +720,6 @@ static struct page *pib_table_alloc(struct mm_struct *mm, int level,
 	u8 semi = 0;
 	u32 n = 0, pin;
 
-	if (mm == pib_init_mm)
-		return alloc_page(gfp);
 	if (READ_ONCE(pib_cache_on)) {
 		page = pib_pop(level);
 		if (page) {
@@ -757,6 +776,23 @@ static struct page *pib_table_alloc(struct mm_struct *mm, int level,
 		page_ref_inc(page);
 	atomic_long_inc(&pib_levels[level - 1].tables);
 	WRITE_ONCE(pib_state[pfn], PIB_S_TABLE | semi | level);
+	return page;
+}
+
+static struct page *pib_table_alloc(struct mm_struct *mm, int level,
+				    gfp_t gfp)
+{
+	struct page *page;
+	u64 t0;
+
+	if (mm == pib_init_mm)
+		return alloc_page(gfp);
+	t0 = ktime_get_ns();
+	page = __pib_table_alloc(level, gfp);
+	if (page) {
+		atomic64_inc(&pib_lat[level - 1].allocs);
+		atomic64_add(ktime_get_ns() - t0, &pib_lat[level - 1].alloc_ns);
+	}
 	return page;
 }
 
@@ -1309,6 +1345,21 @@ static int pib_frames_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(pib_frames);
 
+/* debugfs pibooster/latency: per level, "l<n> <allocs> <ns> <frees> <ns>". */
+static int pib_latency_show(struct seq_file *m, void *unused)
+{
+	int i;
+
+	for (i = 0; i < PIB_LEVELS; i++)
+		seq_printf(m, "l%d %lld %lld %lld %lld\n", i + 1,
+			   atomic64_read(&pib_lat[i].allocs),
+			   atomic64_read(&pib_lat[i].alloc_ns),
+			   atomic64_read(&pib_lat[i].frees),
+			   atomic64_read(&pib_lat[i].free_ns));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(pib_latency);
+
 static struct dentry *pib_debugfs;
 
 /* ---- the pagetype device ---- */
@@ -1538,6 +1589,8 @@ static int __init pib_init(void)
 	pib_debugfs = debugfs_create_dir("pibooster", NULL);
 	debugfs_create_file("frames", 0400, pib_debugfs, NULL,
 			    &pib_frames_fops);
+	debugfs_create_file("latency", 0400, pib_debugfs, NULL,
+			    &pib_latency_fops);
 	if (enable)
 		pib_set_cache(true);
 	pib_next_sweep = jiffies + PIB_SWEEP_DELAY;

@@ -8,7 +8,10 @@ unmapped from edu's IOMMU domain.  In level 2, one boot:
 
   1. pt-lat (lmbench lat_proc's method) natively, in coarse mode and in
      PiBooster mode;
-  2. a process-churn workload (pt-storm) in three phases: coarse, PiBooster
+  2. per level, the time pibooster.ko spends allocating and freeing a
+     table (debugfs pibooster/latency) over the coarse and the
+     Pre-PiBooster storms;
+  3. a process-churn workload (pt-storm) in three phases: coarse, PiBooster
      enabled before it (Pre-PiBooster), and coarse with PiBooster enabled
      while it runs (Dyn-PiBooster).
 
@@ -36,7 +39,9 @@ PHASE = int(os.environ.get("PIBOOSTER_BENCH_PHASE", "30"))
 BIN = 5         # seconds per point of the flush rate
 
 L2_SCRIPT = r"""
+mount -t debugfs none /sys/kernel/debug
 phase() { echo "pibooster-bench: phase $1" >/dev/kmsg; }
+latency() { echo "== latency $1"; cat /sys/kernel/debug/pibooster/latency; }
 lat() { echo "== lat $1"; pt-lat -r %(r)d -n %(n)d; }
 phase native; lat native
 pib_load enable=0
@@ -44,9 +49,9 @@ phase coarse-lat; lat coarse
 echo 1 >$P/enable
 phase pibooster-lat; lat pibooster
 echo 0 >$P/enable
-phase coarse; pt-storm -s %(t)d
+latency coarse-0; phase coarse; pt-storm -s %(t)d; pause 1; latency coarse-1
 echo 1 >$P/enable
-phase pre; pt-storm -s %(t)d
+latency pre-0; phase pre; pt-storm -s %(t)d; pause 1; latency pre-1
 echo 0 >$P/enable
 phase dyn; pt-storm -s %(t2)d >/tmp/dyn & s=$!
 pause %(half)d
@@ -87,6 +92,27 @@ def lat_table(text):
         lat[mode] = dict((m.group(1), float(m.group(2))) for m in
                          re.finditer(r"^lat (\S+) ([\d.]+)$", block, re.M))
     return lat
+
+
+def latency(text, tag):
+    """debugfs pibooster/latency at `== latency tag`: per level
+    (allocs, alloc_ns, frees, free_ns)."""
+    block = text.split("== latency %s\n" % tag, 1)[1]
+    return {m.group(1): tuple(int(x) for x in m.groups()[1:]) for m in
+            re.finditer(r"^(l\d) (\d+) (\d+) (\d+) (\d+)$",
+                        block.split("\n== ", 1)[0], re.M)}
+
+
+def per_level(text, phase):
+    """Mean allocation and free time per level over a phase, in us."""
+    a, b = latency(text, phase + "-0"), latency(text, phase + "-1")
+    out = {}
+    for lv in sorted(b):
+        n_a, ns_a = b[lv][0] - a[lv][0], b[lv][1] - a[lv][1]
+        n_f, ns_f = b[lv][2] - a[lv][2], b[lv][3] - a[lv][3]
+        out[lv] = (ns_a / n_a / 1000 if n_a else 0, n_a,
+                   ns_f / n_f / 1000 if n_f else 0, n_f)
+    return out
 
 
 def flush_rates(samples):
@@ -147,6 +173,24 @@ def main():
                   % (op, n, c, c / n, p, p / n, p / c))
             f.write("%s,%.2f,%.2f,%.3f,%.2f,%.3f,%.3f\n"
                     % (op, n, c, c / n, p, p / n, p / c))
+    coarse, pib = per_level(text, "coarse"), per_level(text, "pre")
+    print("page-table allocation and free, us per table (mean over the "
+          "storm phase), coarse against PiBooster:")
+    print("%-5s %9s %9s %7s   %9s %9s %7s" % ("level", "alloc", "alloc",
+                                              "less", "free", "free",
+                                              "less"))
+    with open(os.path.join(logs, "pibooster-nested-bench-levels.csv"),
+              "w") as f:
+        f.write("level,coarse_alloc_us,pibooster_alloc_us,coarse_free_us,"
+                "pibooster_free_us,coarse_tables,pibooster_tables\n")
+        for lv in sorted(coarse):
+            ca, cn, cf, _ = coarse[lv]
+            pa, pn, pf, _ = pib[lv]
+            print("%-5s %9.1f %9.1f %6.0f%%   %9.1f %9.1f %6.0f%%"
+                  % (lv, ca, pa, 100 * (1 - pa / ca) if ca else 0,
+                     cf, pf, 100 * (1 - pf / cf) if cf else 0))
+            f.write("%s,%.2f,%.2f,%.2f,%.2f,%d,%d\n"
+                    % (lv, ca, pa, cf, pf, cn, pn))
     samples = [(int(t), int(c), ph) for t, c, ph in re.findall(
         r"^sample (\d+) (\d+) ?(\S*)$",
         r1.files["samples"].decode(), re.M)]
