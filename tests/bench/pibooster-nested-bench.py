@@ -30,9 +30,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "vm"))
 from vmtest import Guest, boot, builddir, nested, nested_result  # noqa: E402
-from pibooster import HELPERS, KO, STORM  # noqa: E402
-
-EDU = "0000:00:04.0"
+from pibooster import EDU, HELPERS, IOMMU_L1, KO, STORM  # noqa: E402
 ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "5"))
 PER_ROUND = int(os.environ.get("PIBOOSTER_BENCH_N", "10"))
 PHASE = int(os.environ.get("PIBOOSTER_BENCH_PHASE", "30"))
@@ -141,12 +139,11 @@ def main():
                qemu_args=["-device", "pagetype,dma-device=" + EDU])
     l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
-                l1_machine="q35,kernel-irqchip=split",
-                l1_args=["-device", "intel-iommu,intremap=on,caching-mode=on",
-                         "-device", "edu,addr=04.0",
-                         "-trace", "vtd_inv_desc_iotlb*"],
-                cmdline="intel_iommu=on", l2_collect=["/tmp/host",
-                                                      "/tmp/samples"],
+                l1_machine=IOMMU_L1["l1_machine"],
+                l1_args=IOMMU_L1["l1_args"] + ["-trace",
+                                               "vtd_inv_desc_iotlb*"],
+                cmdline=IOMMU_L1["cmdline"], l2_collect=["/tmp/host",
+                                                         "/tmp/samples"],
                 l2_timeout=1500, emulator_retries=1)
     r1 = boot(l1, timeout=1800)
     r2 = nested_result(r1, "pibooster-bench")

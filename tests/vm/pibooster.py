@@ -3,7 +3,7 @@ the module's sysfs and the livepatch life cycle, and the checks of what
 comes back."""
 
 import re
-from vmtest import Guest, builddir, check
+from vmtest import Guest, boot, builddir, check, nested, nested_result
 
 KO = ("guest-modules", "pibooster", "pibooster.ko")
 STORM = ("tests", "vm", "guest", "pt-storm")
@@ -146,3 +146,35 @@ def check_unload(dmesg):
     check(pins > 0 and pins == unpins and errors == 0 and semi == back,
           "unload: %d pins, %d unpins, %d errors, %d frames made "
           "semi-writable, %d back" % (pins, unpins, errors, semi, back))
+
+
+# Level 1 on q35 with an emulated VT-d and edu at a known address, for
+# the level-2 QEMU's -device pagetype,dma-device=EDU.
+EDU = "0000:00:04.0"
+IOMMU_L1 = dict(l1_machine="q35,kernel-irqchip=split",
+                l1_args=["-device", "intel-iommu,intremap=on,caching-mode=on",
+                         "-device", "edu,addr=04.0"],
+                cmdline="intel_iommu=on")
+
+
+def run_nested(name, l2_script, l1_script, qemu_args, l2_programs=(),
+               l2_collect=(), timeout=300, l2_timeout=240, **l1_opts):
+    """Level 2 @name (1 vCPU, 256 MiB, pibooster.ko, pt-storm and
+    @l2_programs, -device pagetype...) under a TCG level 1 with
+    kvm_amd npt=0 and kvm_pagetype.ko running @l1_script; a level 1 that
+    dies or hangs is tried again twice.  Both must pass; returns their
+    Results (level 1, level 2)."""
+    l2 = Guest(name, HELPERS + l2_script, modules=[builddir(*KO)],
+               programs=[builddir(*STORM)] + list(l2_programs),
+               memory=256, smp=1, qemu_args=qemu_args)
+    l1 = nested(l1_script, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
+                modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
+                l2_collect=list(l2_collect), l2_timeout=l2_timeout,
+                emulator_retries=2, **l1_opts)
+    r1 = boot(l1, timeout=timeout)
+    check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
+                                                     r1.text()))
+    r2 = nested_result(r1, name)
+    check(r2.outcome == "pass", "level 2: %s\n%s" % (r2.describe(),
+                                                    r2.text()))
+    return r1, r2

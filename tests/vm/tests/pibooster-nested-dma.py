@@ -20,10 +20,8 @@ import os
 import re
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from vmtest import Guest, boot, builddir, check, main, nested, nested_result
-from pibooster import HELPERS, KO, STORM, check_unload
-
-EDU = "0000:00:04.0"
+from vmtest import builddir, check, main
+from pibooster import EDU, IOMMU_L1, run_nested, check_unload
 
 L2_SCRIPT = r"""
 mount -t debugfs none /sys/kernel/debug
@@ -78,25 +76,11 @@ cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 
 
 def test():
-    l2 = Guest("pibooster-dma", HELPERS + L2_SCRIPT, modules=[builddir(*KO)],
-               programs=[builddir(*STORM)], memory=256, smp=1,
-               qemu_args=["-device", "pagetype,dma-device=" + EDU,
-                          "-trace", "pagetype_confine"])
-    l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
-                modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
-                programs=[builddir("tests", "vm", "kvm", "edu-dma")],
-                l1_machine="q35,kernel-irqchip=split",
-                l1_args=["-device", "intel-iommu,intremap=on,caching-mode=on",
-                         "-device", "edu,addr=04.0"],
-                cmdline="intel_iommu=on",
-                l2_collect=["/tmp/host"], l2_timeout=240,
-                emulator_retries=2)
-    r1 = boot(l1, timeout=300)
-    check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
-                                                     r1.text()))
-    r2 = nested_result(r1, "pibooster-dma")
-    check(r2.outcome == "pass", "level 2: %s\n%s" % (r2.describe(),
-                                                    r2.text()))
+    r1, r2 = run_nested(
+        "pibooster-dma", L2_SCRIPT, L1_SCRIPT,
+        ["-device", "pagetype,dma-device=" + EDU, "-trace",
+         "pagetype_confine"], l2_collect=["/tmp/host"],
+        programs=[builddir("tests", "vm", "kvm", "edu-dma")], **IOMMU_L1)
     text, l1text = r2.text(), r1.text()
     check("backend host doorbell" in text, "not the host backend: " + text)
     check("pagetype_confine %s err 0" % EDU in r2.stderr,

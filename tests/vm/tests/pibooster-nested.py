@@ -14,8 +14,8 @@ import os
 import re
 import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from vmtest import Guest, boot, builddir, check, main, nested, nested_result
-from pibooster import HELPERS, KO, STORM, stats, check_unload
+from vmtest import check, main
+from pibooster import run_nested, stats, check_unload
 
 L2_SCRIPT = r"""
 pib_load enable=0
@@ -37,19 +37,8 @@ cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 
 
 def test():
-    l2 = Guest("pibooster-l2", HELPERS + L2_SCRIPT, modules=[builddir(*KO)],
-               programs=[builddir(*STORM)], memory=256, smp=1,
-               qemu_args=["-device", "pagetype"])
-    l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
-                modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
-                l2_collect=["/tmp/host"], l2_timeout=240,
-                emulator_retries=2)
-    r1 = boot(l1, timeout=300)
-    check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
-                                                     r1.text()))
-    r2 = nested_result(r1, "pibooster-l2")
-    check(r2.outcome == "pass", "level 2: %s\n%s" % (r2.describe(),
-                                                    r2.text()))
+    r1, r2 = run_nested("pibooster-l2", L2_SCRIPT, L1_SCRIPT,
+                        ["-device", "pagetype"], l2_collect=["/tmp/host"])
     text = r2.text()
     check("backend host doorbell" in text, "not the host backend: " + text)
     coarse, fine = stats(text, "coarse"), stats(text, "fine")
