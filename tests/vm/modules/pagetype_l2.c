@@ -9,10 +9,18 @@
  * With violate=1 it instead breaks a rule on purpose: with the PTE page
  * pinned, it writes an entry mapping that page itself writable.  The host
  * must kill this VM at that store.
+ *
+ * With bench=N it then times N round trips of each carrier (make bench):
+ * a write to the NULL register (an exit to QEMU that does nothing), a
+ * one-op NULL batch through the COUNT register (QEMU calls the host
+ * module's ioctl) and the same through the doorbell page (no exit to
+ * user space), and prints "bench <carrier> <ns per op>".
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/io.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -24,6 +32,10 @@
 static bool violate;
 module_param(violate, bool, 0444);
 MODULE_PARM_DESC(violate, "map a pinned table writable: the VM must die");
+
+static unsigned int bench;
+module_param(bench, uint, 0444);
+MODULE_PARM_DESC(bench, "time this many round trips of each carrier");
 
 struct ptl2 {
 	void __iomem *regs;
@@ -121,6 +133,52 @@ static int ptl2_doorbell(struct ptl2 *p)
 	return 0;
 }
 
+/*
+ * N round trips of each carrier, ns per op.  The doorbell must be set up
+ * (ptl2_doorbell).  A NULL batch's result lands in guest memory before
+ * the COUNT write or the doorbell store completes; it is checked once.
+ */
+static int ptl2_bench(struct ptl2 *p, unsigned int n)
+{
+	struct kvm_pagetype_op *dbops = (void *)(p->doorbell + 2);
+	phys_addr_t pa = virt_to_phys(p->batch);
+	phys_addr_t db = virt_to_phys(p->doorbell);
+	u64 t0, t[3];
+	unsigned int i;
+
+	t0 = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		writel(0, p->regs + PAGETYPE_REG_NULL);
+	t[0] = ktime_get_ns() - t0;
+
+	p->batch[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_NULL,
+						.result = 0xffff };
+	writel(lower_32_bits(pa), p->regs + PAGETYPE_REG_BATCH_LO);
+	writel(upper_32_bits(pa), p->regs + PAGETYPE_REG_BATCH_HI);
+	t0 = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		writel(1, p->regs + PAGETYPE_REG_COUNT);
+	t[1] = ktime_get_ns() - t0;
+	if (readl(p->regs + PAGETYPE_REG_STATUS) || p->batch[0].result)
+		return -EIO;
+
+	dbops[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_NULL,
+					     .result = 0xffff };
+	t0 = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		WRITE_ONCE(p->doorbell[0], KVM_PAGETYPE_DB_RING(db + 16, 1));
+	t[2] = ktime_get_ns() - t0;
+	if (((u32 *)p->doorbell)[2] || dbops[0].result)
+		return -EIO;
+
+	pr_info("bench null-register %llu\n", div_u64(t[0], n));
+	pr_info("bench qemu-count %llu\n", div_u64(t[1], n));
+	pr_info("bench doorbell %llu\n", div_u64(t[2], n));
+	p->ops[KVM_PAGETYPE_OP_NULL] += 2 * n;
+	p->doorbells += n;
+	return 0;
+}
+
 static int ptl2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	unsigned long pfn, addr;
@@ -185,6 +243,11 @@ static int ptl2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = ptl2_doorbell(p);
 	if (ret)
 		return ret;
+	if (bench) {
+		ret = ptl2_bench(p, bench);
+		if (ret)
+			return ret;
+	}
 	pr_info("ops null=%lu pin_l1=%lu unpin=%lu query=%lu doorbells=%lu\n",
 		p->ops[KVM_PAGETYPE_OP_NULL], p->ops[KVM_PAGETYPE_OP_PIN_L1],
 		p->ops[KVM_PAGETYPE_OP_UNPIN], p->ops[KVM_PAGETYPE_OP_QUERY],
