@@ -76,18 +76,20 @@ module_init(pib_init);
 struct mmu_gather;
 
 /*
- * The levels the hooks cover: L1 (pte), L2 (pmd), L3 (pud).  The root
- * (pgd, and p4d under 5-level paging) is allocated by the stock kernel
- * and never pinned: docs/pibooster.md says why.
+ * The levels the hooks cover: L1 (pte), L2 (pmd), L3 (pud), and L4: the
+ * p4d under 5-level paging, the root (pgd) under 4-level paging.  A root
+ * is pinned lazily and never cached (pib_root_pin()); under 5-level
+ * paging it is an L5 table, which the op set does not have.
  */
-#define PIB_LEVELS		3
+#define PIB_LEVELS		4
 
 /* Per-frame state, one byte each (pib_state). */
-#define PIB_S_LEVEL		0x07	/* 1..3 while a table or cached */
+#define PIB_S_LEVEL		0x07	/* 1..4 while a table or cached */
 #define PIB_S_SEMI		0x08	/* semi-writable at the backend */
 #define PIB_S_TABLE		0x10	/* pinned by us, the kernel's table */
 #define PIB_S_PENDING		0x20	/* freed by a hook, awaiting the count */
 #define PIB_S_CACHED		0x40	/* in a cache list */
+#define PIB_S_ROOT		0x80	/* a root (pgd), with PIB_S_TABLE | 4 */
 
 /* Reaper cadence: pending pages every 2 jiffies, a full sweep each second. */
 #define PIB_REAP_DELAY		2
@@ -96,7 +98,7 @@ struct mmu_gather;
 /* Frames handled per batch when releasing: up to two ops each. */
 #define PIB_RELEASE_CHUNK	(KVM_PAGETYPE_MAX_BATCH / 2)
 
-static unsigned int fill = 64;
+static unsigned int fill = 48;
 module_param(fill, uint, 0644);
 MODULE_PARM_DESC(fill, "frames per level put in the cache when it is enabled");
 
@@ -130,6 +132,8 @@ enum pib_stat {
 	PIB_SHRINKER_FREED,
 	PIB_STOCK,
 	PIB_STALE,
+	PIB_ROOTS,
+	PIB_ROOTS_FREED,
 	PIB_NR_STATS
 };
 
@@ -149,6 +153,8 @@ static const char * const pib_stat_names[PIB_NR_STATS] = {
 	[PIB_SHRINKER_FREED] = "shrinker_freed",
 	[PIB_STOCK] = "stock",
 	[PIB_STALE] = "stale",
+	[PIB_ROOTS] = "roots",
+	[PIB_ROOTS_FREED] = "roots_freed",
 };
 
 static struct pib_level pib_levels[PIB_LEVELS];
@@ -358,7 +364,7 @@ static bool pib_push(int level, struct page *page)
 	ok = pib_cache_on && l->count < limit;
 	if (ok) {
 		*(unsigned long *)page_address(page) = l->head;
-		l->head = pfn + 1;
+		WRITE_ONCE(l->head, pfn + 1);	/* read unlocked by pib_pop() */
 		l->count++;
 		WRITE_ONCE(pib_state[pfn], PIB_S_CACHED | PIB_S_SEMI | level);
 	}
@@ -366,22 +372,40 @@ static bool pib_push(int level, struct page *page)
 	return ok;
 }
 
-static struct page *pib_pop(int level)
+static noinline struct page *pib_pop_locked(struct pib_level *l, int level)
 {
-	struct pib_level *l = &pib_levels[level - 1];
-	struct page *page = NULL;
+	struct page *page;
 	unsigned long pfn;
 
 	spin_lock(&l->lock);
-	if (l->head) {
-		pfn = l->head - 1;
-		page = pfn_to_page(pfn);
-		l->head = *(unsigned long *)page_address(page);
-		l->count--;
-		WRITE_ONCE(pib_state[pfn], PIB_S_SEMI | level);
+	pfn = l->head;
+	if (!pfn) {		/* emptied since pib_pop() looked */
+		spin_unlock(&l->lock);
+		return NULL;
 	}
+	pfn--;
+	page = pfn_to_page(pfn);
+	WRITE_ONCE(l->head, *(unsigned long *)page_address(page));
+	l->count--;
+	WRITE_ONCE(pib_state[pfn], PIB_S_SEMI | level);
 	spin_unlock(&l->lock);
 	return page;
+}
+
+/*
+ * An empty level is seen without the lock: a miss costs a call, a load
+ * and a test on top of the page allocator's path.  Out of line, and apart
+ * from the locked part (whose registers would be saved first), so that
+ * those instructions are few and can be counted in the module's
+ * disassembly (tests/bench/pibooster-misspath.py, in make bench).
+ */
+static noinline struct page *pib_pop(int level)
+{
+	struct pib_level *l = &pib_levels[level - 1];
+
+	if (!READ_ONCE(l->head))
+		return NULL;
+	return pib_pop_locked(l, level);
 }
 
 /*
@@ -406,7 +430,7 @@ static void pib_free_frame(struct page *page)
 
 /*
  * A frame fresh from the page allocator that we still have pinned: an L2
- * or L3 table the stock functions freed while a livepatch transition had
+ * to L4 table the stock functions freed while a livepatch transition had
  * some tasks on them and some on the hooks (only L1 tables carry our
  * reference, which keeps them from the allocator).  Unpin it now that it
  * is ours; docs/pibooster.md, "Livepatch transitions".
@@ -609,12 +633,18 @@ out:
  * deposited tables, khugepaged): the reference keeps such a page from the
  * page allocator until the sweep finds the count at ours.  L2 tables must
  * not carry one (hugetlb decides PMD sharing by page_count()), and no
- * inline path frees an L2 or L3 table of a user mm: their hooks take the
+ * inline path frees an L2..L4 table of a user mm: their hooks take the
  * reference when the kernel frees them.
  */
 static bool pib_lifetime_ref(int level)
 {
 	return level == 1;
+}
+
+/* The same for a frame in state @s: an L1 table or a root (below). */
+static bool pib_holds_ref(u8 s)
+{
+	return (s & PIB_S_ROOT) || pib_lifetime_ref(s & PIB_S_LEVEL);
 }
 
 /*
@@ -627,7 +657,6 @@ static bool pib_lifetime_ref(int level)
  */
 static void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 {
-	u64 t0 = ktime_get_ns(), share;
 	struct page *page;
 	u32 i, m = 0;
 
@@ -647,13 +676,14 @@ static void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 			continue;
 		atomic_long_dec(&pib_levels[level - 1].tables);
 		WRITE_ONCE(pib_state[page_to_pfn(page)],
-			   s & ~(PIB_S_TABLE | PIB_S_PENDING));
+			   s & ~(PIB_S_TABLE | PIB_S_PENDING | PIB_S_ROOT));
 		if (!(s & PIB_S_SEMI)) {
 			if (!borrowed)
 				pib_free_frame(page);
 			continue;
 		}
-		if (!borrowed && pib_push(level, page))
+		/* A root is not cached: only a p4d would take it. */
+		if (!borrowed && !(s & PIB_S_ROOT) && pib_push(level, page))
 			continue;
 		b->pages[m] = page;
 		pib_op(&b->ops[m++], KVM_PAGETYPE_OP_TO_WRITABLE,
@@ -667,12 +697,24 @@ static void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 				pib_free_frame(b->pages[i]);
 		}
 	}
+}
+
+/*
+ * The kernel's tables, freed in a batch: each frame's share of the
+ * batch's time goes to its level (debugfs pibooster/latency).
+ */
+static void pib_release_timed(struct pib_batch *b, u32 n)
+{
+	u64 t0 = ktime_get_ns(), share;
+	u32 i;
+
+	pib_release_pages(b, n, false);
 	share = (ktime_get_ns() - t0) / n;
 	for (i = 0; i < n; i++) {
 		int level = b->levels[i] & PIB_S_LEVEL;
 
-		if (!level)
-			continue;
+		if (!level || (b->levels[i] & PIB_S_ROOT))
+			continue;	/* not allocated by us: not timed */
 		atomic64_inc(&pib_lat[level - 1].frees);
 		atomic64_add(share, &pib_lat[level - 1].free_ns);
 	}
@@ -697,28 +739,66 @@ static void pib_release_tables(struct list_head *list)
 		page->lru.prev = NULL;
 		b->pages[n++] = page;
 		if (n == KVM_PAGETYPE_MAX_BATCH) {
-			pib_release_pages(b, n, false);
+			pib_release_timed(b, n);
 			n = 0;
 		}
 	}
 	if (n)
-		pib_release_pages(b, n, false);
+		pib_release_timed(b, n);
 	kfree(b);
 }
 
 /*
+ * Pin frame pfn at a level.  In fine-grained mode a writable frame is
+ * made semi-writable in the same batch (*semi says which it is, before
+ * and after); a pin that raced a switch to fine-grained mode is retried
+ * that way.  A refused pin leaves the frame writable.
+ */
+static bool pib_pin(unsigned long pfn, int level, u8 *semi)
+{
+	struct kvm_pagetype_op ops[2];
+	u32 n = 0, pin;
+
+	if (!*semi && READ_ONCE(pib_cache_on)) {
+		pib_op(&ops[n++], KVM_PAGETYPE_OP_TO_SEMI, pfn);
+		*semi = PIB_S_SEMI;
+	}
+	pin = n;
+	pib_op(&ops[n++], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
+	pib_run(ops, n);
+	if (ops[pin].result == KVM_PAGETYPE_R_MODE && !*semi) {
+		/* The cache went on since we looked: fine-grained now. */
+		atomic_long_inc(&pib_stats[PIB_MODE_RETRIES]);
+		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_SEMI, pfn);
+		pib_op(&ops[1], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
+		pib_run(ops, 2);
+		*semi = PIB_S_SEMI;
+		pin = 1;
+	}
+	for (n = 0; n <= pin; n++)
+		pib_count_op(&ops[n]);
+	if (!ops[pin].result)
+		return true;
+	if (*semi && (!pin || !ops[0].result)) {
+		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
+		pib_run(ops, 1);
+		pib_count_op(&ops[0]);
+	}
+	return false;
+}
+
+/*
  * A table at a level: from the cache when it is on and has one,
- * else from the page allocator; pinned before it is returned.  A table
- * the backend refuses to pin is handed out as the stock kernel would
- * (counted as an error: the rules and the cache disagree).
+ * else from the page allocator (PiBooster's miss: the coarse path for
+ * this frame); pinned before it is returned.  A table the backend
+ * refuses to pin is handed out as the stock kernel would (counted as an
+ * error: the rules and the cache disagree).
  */
 static struct page *__pib_table_alloc(int level, gfp_t gfp)
 {
-	struct kvm_pagetype_op ops[3];
 	struct page *page = NULL;
 	unsigned long pfn;
 	u8 semi = 0;
-	u32 n = 0, pin;
 
 	if (READ_ONCE(pib_cache_on)) {
 		page = pib_pop(level);
@@ -739,35 +819,9 @@ static struct page *__pib_table_alloc(int level, gfp_t gfp)
 			return page;
 		}
 		pib_forget_stale(page);
-		/* PiBooster's miss: the coarse path for this frame. */
-		if (READ_ONCE(pib_cache_on)) {
-			pib_op(&ops[n++], KVM_PAGETYPE_OP_TO_SEMI,
-			       page_to_pfn(page));
-			semi = PIB_S_SEMI;
-		}
 	}
 	pfn = page_to_pfn(page);
-	pin = n;
-	pib_op(&ops[n++], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
-	pib_run(ops, n);
-	if (ops[pin].result == KVM_PAGETYPE_R_MODE && !semi) {
-		/* The cache went on since we looked: fine-grained now. */
-		atomic_long_inc(&pib_stats[PIB_MODE_RETRIES]);
-		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_SEMI, pfn);
-		pib_op(&ops[1], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
-		pib_run(ops, 2);
-		semi = PIB_S_SEMI;
-		pin = 1;
-		n = 2;
-	}
-	for (n = 0; n <= pin; n++)
-		pib_count_op(&ops[n]);
-	if (ops[pin].result) {
-		if (semi && (!pin || !ops[0].result)) {
-			pib_op(&ops[0], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
-			pib_run(ops, 1);
-			pib_count_op(&ops[0]);
-		}
+	if (!pib_pin(pfn, level, &semi)) {
 		WRITE_ONCE(pib_state[pfn], 0);
 		atomic_long_inc(&pib_stats[PIB_STOCK]);
 		return page;
@@ -796,22 +850,97 @@ static struct page *pib_table_alloc(struct mm_struct *mm, int level,
 	return page;
 }
 
-/* A table pib_table_alloc() handed out that the kernel never linked. */
-static void pib_table_abandon(struct page *page, int level)
+/*
+ * The root.  Under 4-level paging the pgd is an L4 table, but pgd_alloc()
+ * and pgd_free() cannot be replaced from a module: they fill and empty
+ * pgd_list under pgd_lock, neither exported.  So a root is pinned just
+ * before the first table is linked into it (the first __pud_alloc() of an
+ * mm: the p4d level is folded into the pgd), and taken back when the
+ * kernel lets go of it: we hold a reference on its page, pgd_free()'s
+ * free_pages() then frees only the block's second page (with page-table
+ * isolation off, unused) and leaves the first to us, and the sweep finds
+ * its count down to ours.  A root whose user half already points at
+ * tables we did not pin (an mm from before the module) stays the kernel's.
+ * With page-table isolation on, a root is two tables (the user half is
+ * the second page): roots are left to the kernel then.
+ */
+static bool pib_roots __read_mostly;
+static DEFINE_MUTEX(pib_root_lock);
+
+static bool pib_root_pinnable(pgd_t *pgd)
+{
+	unsigned int i;
+
+	for (i = 0; i < KERNEL_PGD_BOUNDARY; i++) {
+		/* pgd_present() is always true when the p4d is folded */
+		pgdval_t e = READ_ONCE(pgd[i].pgd);
+		unsigned long pfn = (e & PTE_PFN_MASK) >> PAGE_SHIFT;
+
+		if (!(e & _PAGE_PRESENT))
+			continue;
+		if (pfn >= pib_nr_frames ||
+		    (READ_ONCE(pib_state[pfn]) & (PIB_S_TABLE | PIB_S_LEVEL)) !=
+		    (PIB_S_TABLE | 3))
+			return false;
+	}
+	return true;
+}
+
+static void pib_root_pin(struct mm_struct *mm)
+{
+	struct page *page = virt_to_page(mm->pgd);
+	unsigned long pfn = page_to_pfn(page);
+	u8 semi = 0;
+
+	if (pfn >= pib_nr_frames || (READ_ONCE(pib_state[pfn]) & PIB_S_TABLE))
+		return;
+	mutex_lock(&pib_root_lock);
+	if ((READ_ONCE(pib_state[pfn]) & PIB_S_TABLE) || !READ_ONCE(pib_roots) ||
+	    !pib_root_pinnable(mm->pgd))
+		goto out;
+	if (!pib_pin(pfn, 4, &semi)) {
+		/* The rules refuse this kernel's roots: stop trying. */
+		WRITE_ONCE(pib_roots, false);
+		pr_warn("a root was refused: roots left to the kernel from now on\n");
+		goto out;
+	}
+	get_page(page);
+	atomic_long_inc(&pib_levels[3].tables);
+	atomic_long_inc(&pib_stats[PIB_ROOTS]);
+	WRITE_ONCE(pib_state[pfn], PIB_S_TABLE | PIB_S_ROOT | semi | 4);
+out:
+	mutex_unlock(&pib_root_lock);
+}
+
+static bool pib_pinned(struct page *page)
 {
 	unsigned long pfn = page_to_pfn(page);
-	struct pib_batch *b;
 
-	if (pfn >= pib_nr_frames || !(READ_ONCE(pib_state[pfn]) &
-				      PIB_S_TABLE)) {
+	return pfn < pib_nr_frames && (READ_ONCE(pib_state[pfn]) & PIB_S_TABLE);
+}
+
+/*
+ * A table pib_table_alloc() handed out that the kernel never linked,
+ * freed at once through batch @b.
+ */
+static void __pib_table_abandon(struct page *page, int level,
+				struct pib_batch *b)
+{
+	if (!pib_pinned(page)) {
 		__free_page(page);
 		return;
 	}
 	if (pib_lifetime_ref(level))
 		page_ref_dec(page);	/* the kernel's: the caller's free */
-	b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
 	b->pages[0] = page;
 	pib_release_pages(b, 1, false);
+}
+
+static void pib_table_abandon(struct page *page, int level)
+{
+	struct pib_batch *b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+
+	__pib_table_abandon(page, level, b);
 	kfree(b);
 }
 
@@ -844,8 +973,8 @@ static void pib_table_freeing(struct page *page)
 }
 
 /*
- * L1 tables the kernel freed inline: their count is at our reference and
- * no hook queued them.
+ * L1 tables the kernel freed inline, and roots pgd_free() let go of:
+ * their count is at our reference and no hook queued them.
  */
 static void pib_sweep(struct list_head *ready)
 {
@@ -855,8 +984,8 @@ static void pib_sweep(struct list_head *ready)
 		u8 s = READ_ONCE(pib_state[pfn]);
 		struct page *page;
 
-		if ((s & (PIB_S_TABLE | PIB_S_PENDING | PIB_S_LEVEL)) !=
-		    (PIB_S_TABLE | 1))
+		if ((s & (PIB_S_TABLE | PIB_S_PENDING)) != PIB_S_TABLE ||
+		    !pib_holds_ref(s))
 			continue;
 		page = pfn_to_page(pfn);
 		if (page_ref_count(page) != 1)
@@ -868,7 +997,8 @@ static void pib_sweep(struct list_head *ready)
 			continue;
 		WRITE_ONCE(pib_state[pfn], s | PIB_S_PENDING);
 		list_add_tail(&page->lru, ready);
-		atomic_long_inc(&pib_stats[PIB_FREED_INLINE]);
+		atomic_long_inc(&pib_stats[s & PIB_S_ROOT ? PIB_ROOTS_FREED :
+					   PIB_FREED_INLINE]);
 	}
 }
 
@@ -971,6 +1101,8 @@ static int pib___pud_alloc(struct mm_struct *mm, p4d_t *p4d,
 
 	if (!page)
 		return -ENOMEM;
+	if (pib_roots && mm != pib_init_mm)
+		pib_root_pin(mm);
 	new = page_address(page);
 	spin_lock(&mm->page_table_lock);
 	if (!p4d_present(*p4d)) {
@@ -1012,13 +1144,47 @@ static void pib___pud_free_tlb(struct mmu_gather *tlb, pud_t *pud)
 	paravirt_tlb_remove_table(tlb, page);
 }
 
+/* Called only under 5-level paging: with 4 levels the p4d is the pgd. */
+static int pib___p4d_alloc(struct mm_struct *mm, pgd_t *pgd,
+			   unsigned long address)
+{
+	gfp_t gfp = mm == pib_init_mm ? GFP_PGTABLE_KERNEL : GFP_PGTABLE_USER;
+	struct page *page = pib_table_alloc(mm, 4, gfp);
+	p4d_t *new;
+
+	if (!page)
+		return -ENOMEM;
+	new = page_address(page);
+	spin_lock(&mm->page_table_lock);
+	if (!pgd_present(*pgd)) {
+		smp_wmb(); /* as in __pmd_alloc() */
+		pgd_populate(mm, pgd, new);
+		new = NULL;
+	}
+	spin_unlock(&mm->page_table_lock);
+	if (new)
+		pib_table_abandon(page, 4);
+	return 0;
+}
+
+static void pib___p4d_free_tlb(struct mmu_gather *tlb, p4d_t *p4d)
+{
+	struct page *page = virt_to_page(p4d);
+
+	paravirt_release_p4d(__pa(p4d) >> PAGE_SHIFT);
+	pib_table_freeing(page);
+	paravirt_tlb_remove_table(tlb, page);
+}
+
 static struct klp_func pib_funcs[] = {
 	{ .old_name = "pte_alloc_one", .new_func = pib_pte_alloc_one },
 	{ .old_name = "__pmd_alloc", .new_func = pib___pmd_alloc },
 	{ .old_name = "__pud_alloc", .new_func = pib___pud_alloc },
+	{ .old_name = "__p4d_alloc", .new_func = pib___p4d_alloc },
 	{ .old_name = "___pte_free_tlb", .new_func = pib___pte_free_tlb },
 	{ .old_name = "___pmd_free_tlb", .new_func = pib___pmd_free_tlb },
 	{ .old_name = "___pud_free_tlb", .new_func = pib___pud_free_tlb },
+	{ .old_name = "___p4d_free_tlb", .new_func = pib___p4d_free_tlb },
 	{ }
 };
 
@@ -1209,9 +1375,11 @@ static struct kobj_attribute name##_attr = __ATTR_RO(name)
 PIB_LEVEL_ATTR(cached_l1, 1, READ_ONCE(l->count));
 PIB_LEVEL_ATTR(cached_l2, 2, READ_ONCE(l->count));
 PIB_LEVEL_ATTR(cached_l3, 3, READ_ONCE(l->count));
+PIB_LEVEL_ATTR(cached_l4, 4, READ_ONCE(l->count));
 PIB_LEVEL_ATTR(tables_l1, 1, atomic_long_read(&l->tables));
 PIB_LEVEL_ATTR(tables_l2, 2, atomic_long_read(&l->tables));
 PIB_LEVEL_ATTR(tables_l3, 3, atomic_long_read(&l->tables));
+PIB_LEVEL_ATTR(tables_l4, 4, atomic_long_read(&l->tables));
 
 static ssize_t cached_show(struct kobject *k, struct kobj_attribute *a,
 			   char *buf)
@@ -1228,7 +1396,9 @@ static struct attribute *pib_attrs[] = {
 	&enable_attr.attr, &shrink_attr.attr,
 	&threshold_attr.attr, &cached_attr.attr,
 	&cached_l1_attr.attr, &cached_l2_attr.attr, &cached_l3_attr.attr,
+	&cached_l4_attr.attr,
 	&tables_l1_attr.attr, &tables_l2_attr.attr, &tables_l3_attr.attr,
+	&tables_l4_attr.attr,
 	NULL
 };
 
@@ -1282,6 +1452,7 @@ static struct kobj_attribute backend_name_attr =
 PIB_BACKEND_ATTR(tables_l1, st.pinned[0]);
 PIB_BACKEND_ATTR(tables_l2, st.pinned[1]);
 PIB_BACKEND_ATTR(tables_l3, st.pinned[2]);
+PIB_BACKEND_ATTR(tables_l4, st.pinned[3]);
 PIB_BACKEND_ATTR(semi, st.semi);
 PIB_BACKEND_ATTR(batches, st.batches);
 PIB_BACKEND_ATTR(op_errors, st.op_errors);
@@ -1290,7 +1461,8 @@ PIB_BACKEND_ATTR(ops, pib_sum_ops(&st));
 static struct attribute *pib_backend_attrs[] = {
 	&backend_name_attr.attr,
 	&backend_tables_l1_attr.attr, &backend_tables_l2_attr.attr,
-	&backend_tables_l3_attr.attr, &backend_semi_attr.attr,
+	&backend_tables_l3_attr.attr, &backend_tables_l4_attr.attr,
+	&backend_semi_attr.attr,
 	&backend_batches_attr.attr, &backend_op_errors_attr.attr,
 	&backend_ops_attr.attr,
 	NULL
@@ -1335,6 +1507,8 @@ static int pib_frames_show(struct seq_file *m, void *unused)
 			what = "cached";
 		else if (s & PIB_S_PENDING)
 			what = "pending";
+		else if (s & PIB_S_ROOT)
+			what = s & PIB_S_SEMI ? "root-semi" : "root";
 		else if (s & PIB_S_TABLE)
 			what = s & PIB_S_SEMI ? "table-semi" : "table";
 		else
@@ -1359,6 +1533,112 @@ static int pib_latency_show(struct seq_file *m, void *unused)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(pib_latency);
+
+/*
+ * debugfs pibooster/bench: writing N times N allocations and N frees of
+ * a table at each level through the module's own paths, in the mode it
+ * is in: cache off, the page allocator and a pin, then an unpin and the
+ * page allocator (the coarse path); cache on, a pop and a pin, then an
+ * unpin and a push.  One frame per op batch, as a table costs without
+ * the reaper's batching.  Reading gives the last run, per level:
+ * "l<n> <coarse|pibooster> <N> <alloc ns> <free ns>" (means).
+ */
+#define PIB_BENCH_MAX		100000
+
+struct pib_bench_row {
+	u64 n, alloc_ns, free_ns;
+};
+
+static struct pib_bench_row pib_bench_rows[PIB_LEVELS];
+static bool pib_bench_cache;
+static DEFINE_MUTEX(pib_bench_lock);
+
+static int pib_bench_run(unsigned int n, struct pib_batch *b)
+{
+	unsigned int i;
+	int level;
+
+	for (level = 1; level <= PIB_LEVELS; level++) {
+		struct pib_bench_row *r = &pib_bench_rows[level - 1];
+
+		memset(r, 0, sizeof(*r));
+		for (i = 0; i < n; i++) {
+			u64 t0 = ktime_get_ns(), t1;
+			struct page *page;
+			bool pinned;
+
+			page = __pib_table_alloc(level, GFP_PGTABLE_USER);
+			t1 = ktime_get_ns();
+			if (!page)
+				return -ENOMEM;
+			pinned = pib_pinned(page);
+			__pib_table_abandon(page, level, b);
+			if (!pinned)
+				return -EIO;	/* stats/errors says why */
+			r->alloc_ns += t1 - t0;
+			r->free_ns += ktime_get_ns() - t1;
+			r->n++;
+			cond_resched();
+		}
+	}
+	return 0;
+}
+
+static ssize_t pib_bench_write(struct file *file, const char __user *ubuf,
+			       size_t len, loff_t *ppos)
+{
+	struct pib_batch *b;
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint_from_user(ubuf, len, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > PIB_BENCH_MAX)
+		return -EINVAL;
+	b = kmalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	mutex_lock(&pib_bench_lock);
+	pib_bench_cache = READ_ONCE(pib_cache_on);
+	ret = pib_bench_run(n, b);
+	mutex_unlock(&pib_bench_lock);
+	kfree(b);
+	return ret ? ret : len;
+}
+
+static int pib_bench_show(struct seq_file *m, void *unused)
+{
+	int i;
+
+	mutex_lock(&pib_bench_lock);
+	for (i = 0; i < PIB_LEVELS; i++) {
+		struct pib_bench_row *r = &pib_bench_rows[i];
+
+		if (!r->n)
+			continue;
+		seq_printf(m, "l%d %s %llu %llu %llu\n", i + 1,
+			   pib_bench_cache ? "pibooster" : "coarse", r->n,
+			   div64_u64(r->alloc_ns, r->n),
+			   div64_u64(r->free_ns, r->n));
+	}
+	mutex_unlock(&pib_bench_lock);
+	return 0;
+}
+
+static int pib_bench_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, pib_bench_show, NULL);
+}
+
+static const struct file_operations pib_bench_fops = {
+	.owner = THIS_MODULE,
+	.open = pib_bench_open,
+	.read = seq_read,
+	.write = pib_bench_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
 
 static struct dentry *pib_debugfs;
 
@@ -1493,7 +1773,7 @@ static void pib_drain(void)
 	struct pib_batch *b;
 	LIST_HEAD(ready);
 	bool empty;
-	int level;
+	int level, held;
 	u32 n = 0;
 
 	rcu_barrier();	/* mmu_gather's RCU-deferred table frees */
@@ -1514,29 +1794,33 @@ static void pib_drain(void)
 	/*
 	 * The cache is off: every frame leaves writable.  A table the kernel
 	 * still uses has no free list to ride on (its struct page is the
-	 * kernel's): batch it by frame.  An L1 table carries our reference,
-	 * which goes with it.  An L2 or L3 table does not, and the stock
+	 * kernel's): batch it by frame.  An L1 table or a root carries our
+	 * reference, which goes with it.  An L2..L4 table does not, and the stock
 	 * functions, back in place, may free it at any moment: convert the
-	 * frame and leave the page alone.
+	 * frame and leave the page alone.  Top level first: a table that a
+	 * pinned table's entry references is busy at the host until that
+	 * table is unpinned (tables are pinned bottom up, unpinned top down).
 	 */
 	b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
-	for (level = 1; level <= PIB_LEVELS; level++) {
-		bool borrowed = !pib_lifetime_ref(level);
+	for (level = PIB_LEVELS; level >= 1; level--) {
+		for (held = 1; held >= 0; held--) {
+			for (pfn = 0; pfn < pib_nr_frames; pfn++) {
+				u8 s = READ_ONCE(pib_state[pfn]);
 
-		for (pfn = 0; pfn < pib_nr_frames; pfn++) {
-			u8 s = READ_ONCE(pib_state[pfn]);
-
-			if (!(s & PIB_S_TABLE) || (s & PIB_S_LEVEL) != level)
-				continue;
-			b->pages[n] = pfn_to_page(pfn);
-			if (++n == KVM_PAGETYPE_MAX_BATCH) {
-				pib_release_pages(b, n, borrowed);
-				n = 0;
+				if (!(s & PIB_S_TABLE) ||
+				    (s & PIB_S_LEVEL) != level ||
+				    pib_holds_ref(s) != held)
+					continue;
+				b->pages[n] = pfn_to_page(pfn);
+				if (++n == KVM_PAGETYPE_MAX_BATCH) {
+					pib_release_pages(b, n, !held);
+					n = 0;
+				}
 			}
+			if (n)
+				pib_release_pages(b, n, !held);
+			n = 0;
 		}
-		if (n)
-			pib_release_pages(b, n, borrowed);
-		n = 0;
 	}
 	kfree(b);
 }
@@ -1559,7 +1843,9 @@ static int __init pib_init(void)
 	if (ret)
 		goto err_free;
 	if (!pib_host) {
-		ret = pt_engine_init(&pib_engine, pib_nr_frames, 0,
+		/* as the QEMU device attaches: roots hold the kernel half */
+		ret = pt_engine_init(&pib_engine, pib_nr_frames,
+				     KVM_PAGETYPE_ATTACH_KERNEL_HALF,
 				     &pib_local_env);
 		if (ret)
 			goto err_pci;
@@ -1591,13 +1877,22 @@ static int __init pib_init(void)
 			    &pib_frames_fops);
 	debugfs_create_file("latency", 0400, pib_debugfs, NULL,
 			    &pib_latency_fops);
+	debugfs_create_file("bench", 0600, pib_debugfs, NULL,
+			    &pib_bench_fops);
 	if (enable)
 		pib_set_cache(true);
+	pib_roots = !pgtable_l5_enabled() && !boot_cpu_has(X86_FEATURE_PTI);
 	pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
 	schedule_delayed_work(&pib_reaper, PIB_SWEEP_DELAY);
 	ret = klp_enable_patch(&pib_patch);
 	if (ret)
 		goto err_reaper;
+	if (pgtable_l5_enabled())
+		pr_info("roots left to the kernel: under 5-level paging a root is an L5 table\n");
+	else if (boot_cpu_has(X86_FEATURE_PTI))
+		pr_info("roots left to the kernel: with page-table isolation a root is two tables\n");
+	else
+		pr_info("roots pinned at L4\n");
 	if (pib_host)
 		pr_info("page types kept by the host; cache %s, %lu frames\n",
 			pib_cache_on ? "on" : "off", pib_nr_frames);

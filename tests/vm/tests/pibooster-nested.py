@@ -3,9 +3,10 @@
 KVM in level 1 (kvm_amd npt=0, kvm_pagetype.ko, our QEMU with the pagetype
 device) loads pibooster.ko, which takes the host backend through the
 doorbell page, and runs fork storms in coarse mode and in PiBooster mode,
-then unloads.  No VM is killed, every child's bytes are right, and the
-counts agree on both sides: every pin, unpin and conversion level 2
-counted is one the host ran, and the host refused nothing.
+then unloads while a process still holds pinned tables.  No VM is
+killed, every child's bytes are right, and the counts agree on both
+sides: every pin, unpin and conversion level 2 counted is one the host
+ran, and the host refused nothing.
 
 A level 1 that dies or hangs is tried again, twice at most
 (docs/testing.md, "Level-2 Linux guests")."""
@@ -25,7 +26,14 @@ pause 1.5; echo "== coarse"; stats
 echo 1 >$P/enable
 storm2 -n 3
 pause 1.5; echo "== fine"; stats
+# unloaded while a process holds tables the module pinned: they are
+# referenced by pinned tables above them, so the host lets them go only
+# top level first
+pt-storm -n 1 -w 64 -S 8 >/tmp/hold 2>&1 & h=$!
+pause 4
 pib_unload
+wait $h || { cat /tmp/hold; exit 1; }
+cat /tmp/hold
 """
 
 L1_SCRIPT = r"""
@@ -37,13 +45,20 @@ cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 
 
 def test():
+    # 4-level paging in level 2: its roots are L4 tables, pinned at the host
     r1, r2 = run_nested("pibooster-l2", L2_SCRIPT, L1_SCRIPT,
-                        ["-device", "pagetype"], l2_collect=["/tmp/host"])
+                        ["-device", "pagetype"], l2_collect=["/tmp/host"],
+                        l2_cmdline="no5lvl")
     text = r2.text()
     check("backend host doorbell" in text, "not the host backend: " + text)
     coarse, fine = stats(text, "coarse"), stats(text, "fine")
     check(coarse["pins"] > 0 and coarse["hits"] == 0 and fine["hits"] > 0,
           "coarse pinned nothing, or the cache was not used")
+    check(coarse["roots"] > 0 and fine["roots"] > coarse["roots"] and
+          fine["roots_freed"] > 0,
+          "roots: %d pinned in coarse mode, %d in all, %d came back"
+          % (coarse["roots"], fine["roots"], fine["roots_freed"]))
+    check(text.count(", 0 failures") == 5, "not every storm came back clean")
     dmesg = r2.dmesg.decode(errors="replace")
     check_unload(dmesg)
     m = re.search(r"unloaded: (\d+) pins, (\d+) unpins, (\d+) errors; "
@@ -54,7 +69,7 @@ def test():
     check(host["kills"] == 0, "the host killed a VM: %s" % host)
     check(host["op_errors"] == fine["mode_retries"],
           "the host refused %d ops" % host["op_errors"])
-    host_pins = host["op_pin_l1"] + host["op_pin_l2"] + host["op_pin_l3"]
+    host_pins = sum(host["op_pin_l%d" % lv] for lv in (1, 2, 3, 4))
     for what, guest, h in (("pins", pins, host_pins),
                            ("unpins", unpins, host["op_unpin"]),
                            ("to_semi", semi, host["op_to_semi"]),
@@ -62,8 +77,8 @@ def test():
         check(guest == h, "%s: level 2 counted %d, the host %d"
               % (what, guest, h))
     print("level 2 through the doorbell: %d pins, %d unpins, %d frames made "
-          "semi-writable and back; the host agrees, no kill"
-          % (pins, unpins, semi))
+          "semi-writable and back; the host agrees, no kill; %d roots "
+          "pinned at L4" % (pins, unpins, semi, host["op_pin_l4"]))
 
 
 main(test)
