@@ -9,15 +9,20 @@ unmapped from edu's IOMMU domain.  In level 2, one boot:
   1. pt-lat (lmbench lat_proc's method) natively, in coarse mode and in
      PiBooster mode;
   2. per level, the time pibooster.ko spends allocating and freeing a
-     table (debugfs pibooster/latency) over the coarse and the
-     Pre-PiBooster storms;
+     table: one table at a time through the module's own paths (debugfs
+     pibooster/bench, coarse and PiBooster alternately, median of
+     BENCH_RUNS runs), and as the kernel's tables came and went over the
+     coarse and the Pre-PiBooster storms (debugfs pibooster/latency,
+     where a free is its share of a reaper batch);
   3. a process-churn workload (pt-storm) in three phases: coarse, PiBooster
      enabled before it (Pre-PiBooster), and coarse with PiBooster enabled
      while it runs (Dyn-PiBooster).
 
-Level 1 samples the host module's IOTLB flush count once a second, with
-the phase level 2 is in, and level 0's QEMU traces every IOTLB
-invalidation it is asked for.  It prints the tables, writes CSV to
+Level 1 samples the host module's IOTLB flush and map counts once a
+second, with the phase level 2 is in, and level 0's QEMU traces every
+IOTLB invalidation it is asked for, with its time (-msg timestamp=on):
+both are binned by the second they happened (level 1's clock comes from
+level 0's, through the emulated RTC).  It prints the tables, writes CSV to
 tests/logs/pibooster-nested-bench*.csv and, with gnuplot, the flush rate
 over time to tests/logs/pibooster-flushes.png (the paper's figure 8).  A
 benchmark: it asserts nothing but that it ran."""
@@ -35,6 +40,8 @@ ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "5"))
 PER_ROUND = int(os.environ.get("PIBOOSTER_BENCH_N", "10"))
 PHASE = int(os.environ.get("PIBOOSTER_BENCH_PHASE", "30"))
 BIN = 5         # seconds per point of the flush rate
+BENCH_RUNS = 3  # debugfs pibooster/bench runs per mode
+BENCH_N = 200   # tables per level per run
 
 L2_SCRIPT = r"""
 mount -t debugfs none /sys/kernel/debug
@@ -46,6 +53,11 @@ pib_load enable=0
 phase coarse-lat; lat coarse
 echo 1 >$P/enable
 phase pibooster-lat; lat pibooster
+B=/sys/kernel/debug/pibooster/bench
+for i in $(seq %(runs)d); do
+	echo 0 >$P/enable; echo %(bn)d >$B; echo "== bench $i"; cat $B
+	echo 1 >$P/enable; echo %(bn)d >$B; cat $B
+done
 echo 0 >$P/enable
 latency coarse-0; phase coarse; pt-storm -s %(t)d; pause 1; latency coarse-1
 echo 1 >$P/enable
@@ -57,22 +69,23 @@ echo 1 >$P/enable
 phase dyn-on
 wait $s; cat /tmp/dyn
 phase end
-for l in 1 2 3; do read c <$P/cached_l$l; echo "cache l$l $c"; done
+for l in 1 2 3 4; do read c <$P/cached_l$l; echo "cache l$l $c"; done
 pib_unload
 """ % {"r": ROUNDS, "n": PER_ROUND, "t": PHASE, "t2": 2 * PHASE,
-       "half": PHASE}
+       "half": PHASE, "runs": BENCH_RUNS, "bn": BENCH_N}
 
 L1_SCRIPT = r"""
 mount -t debugfs none /sys/kernel/debug
 insmod /lib/modules/extra/kvm_pagetype.ko
 G=/sys/kernel/debug/kvm_pagetype/global
 sample() {
-	t0=$(date +%s)
 	while test ! -e /tmp/l2-done; do
-		f=$(awk '$1 == "dma_flushes" { print $2 }' $G)
+		f=$(awk '$1 == "dma_flushes" { f = $2 }
+			 $1 == "dma_maps" { m = $2 }
+			 END { print f, m }' $G)
 		p=$(grep -o 'pibooster-bench: phase [a-z-]*' \
 			/tmp/pibooster-bench.console 2>/dev/null | tail -1)
-		echo "sample $(($(date +%s) - t0)) $f ${p##* }"
+		echo "sample $(date +%s) $f ${p##* }"
 		sleep 1
 	done
 }
@@ -113,20 +126,44 @@ def per_level(text, phase):
     return out
 
 
-def flush_rates(samples):
-    """Flushes per minute in BIN-second bins, tagged with the phase at the
-    bin's end, from the per-second samples (t, count, phase)."""
+def bench_rows(text):
+    """debugfs pibooster/bench over the runs: {(level, mode): [(alloc_ns,
+    free_ns), ...]}."""
+    out = {}
+    for m in re.finditer(r"^(l\d) (coarse|pibooster) \d+ (\d+) (\d+)$",
+                         text, re.M):
+        out.setdefault((m.group(1), m.group(2)), []).append(
+            (int(m.group(3)), int(m.group(4))))
+    return out
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (
+        xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def flush_rates(samples, qemu_times):
+    """Per BIN-second bin, tagged with the phase at the bin's end: the
+    module's IOTLB flushes per minute, and the IOTLB invalidations per
+    minute from the module's count (maps and flushes: under caching mode
+    a map is invalidated too) and from level 0's QEMU trace, from the
+    per-second samples (t, flushes, maps, phase) and the trace's times."""
     rows, start = [], None
-    for t, count, ph in samples:
+    qemu_times = sorted(qemu_times)
+    for t, flushes, maps, ph in samples:
         if ph in ("", "native", "coarse-lat", "pibooster-lat"):
             continue
         if start is None:
-            start = (t, count)
+            start = (t, flushes, maps)
             continue
         if t - start[0] >= BIN:
-            rate = (count - start[1]) * 60.0 / (t - start[0])
-            rows.append((t, rate, ph))
-            start = (t, count)
+            per_min = 60.0 / (t - start[0])
+            qemu = sum(1 for q in qemu_times if start[0] <= q < t)
+            rows.append((t, (flushes - start[1]) * per_min,
+                         (flushes - start[1] + maps - start[2]) * per_min,
+                         qemu * per_min, ph))
+            start = (t, flushes, maps)
     return rows
 
 
@@ -141,7 +178,8 @@ def main():
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
                 l1_machine=IOMMU_L1["l1_machine"],
                 l1_args=IOMMU_L1["l1_args"] + ["-trace",
-                                               "vtd_inv_desc_iotlb*"],
+                                               "vtd_inv_desc_iotlb*",
+                                               "-msg", "timestamp=on"],
                 cmdline=IOMMU_L1["cmdline"], l2_collect=["/tmp/host",
                                                          "/tmp/samples"],
                 l2_timeout=1500, emulator_retries=1)
@@ -170,9 +208,33 @@ def main():
                   % (op, n, c, c / n, p, p / n, p / c))
             f.write("%s,%.2f,%.2f,%.3f,%.2f,%.3f,%.3f\n"
                     % (op, n, c, c / n, p, p / n, p / c))
+    rows = bench_rows(text)
+    print("page-table allocation and free, us per table, one table at a "
+          "time (debugfs pibooster/bench, %d per level, median of %d runs), "
+          "coarse against PiBooster:" % (BENCH_N, BENCH_RUNS))
+    print("%-5s %9s %9s %7s   %9s %9s %7s" % ("level", "alloc", "alloc",
+                                              "less", "free", "free",
+                                              "less"))
+    with open(os.path.join(logs, "pibooster-nested-bench-tables.csv"),
+              "w") as f:
+        f.write("level,coarse_alloc_us,pibooster_alloc_us,coarse_free_us,"
+                "pibooster_free_us,runs\n")
+        for lv in sorted({k[0] for k in rows}):
+            c, p = rows.get((lv, "coarse"), []), rows.get((lv, "pibooster"),
+                                                          [])
+            if not c or not p:
+                continue
+            ca, cf = (median([x[i] for x in c]) / 1000 for i in (0, 1))
+            pa, pf = (median([x[i] for x in p]) / 1000 for i in (0, 1))
+            print("%-5s %9.1f %9.1f %6.0f%%   %9.1f %9.1f %6.0f%%"
+                  % (lv, ca, pa, 100 * (1 - pa / ca), cf, pf,
+                     100 * (1 - pf / cf)))
+            f.write("%s,%.2f,%.2f,%.2f,%.2f,%d\n"
+                    % (lv, ca, pa, cf, pf, min(len(c), len(p))))
     coarse, pib = per_level(text, "coarse"), per_level(text, "pre")
-    print("page-table allocation and free, us per table (mean over the "
-          "storm phase), coarse against PiBooster:")
+    print("the same as the kernel's tables came and went (debugfs "
+          "pibooster/latency, mean over the storm phase; a free is its "
+          "share of a reaper batch):")
     print("%-5s %9s %9s %7s   %9s %9s %7s" % ("level", "alloc", "alloc",
                                               "less", "free", "free",
                                               "less"))
@@ -188,27 +250,36 @@ def main():
                      cf, pf, 100 * (1 - pf / cf) if cf else 0))
             f.write("%s,%.2f,%.2f,%.2f,%.2f,%d,%d\n"
                     % (lv, ca, pa, cf, pf, cn, pn))
-    samples = [(int(t), int(c), ph) for t, c, ph in re.findall(
-        r"^sample (\d+) (\d+) ?(\S*)$",
+    samples = [(int(t), int(f), int(m), ph) for t, f, m, ph in re.findall(
+        r"^sample (\d+) (\d+) (\d+) ?(\S*)$",
         r1.files["samples"].decode(), re.M)]
-    rates = flush_rates(samples)
+    qemu_times = [int(t) for t in re.findall(
+        r"^\d+@(\d+)\.\d+:vtd_inv_desc_iotlb_\w+", r1.stderr, re.M)]
+    rates = flush_rates(samples, qemu_times)
+    t0 = rates[0][0] - BIN if rates else 0
     csv = os.path.join(logs, "pibooster-nested-bench-flushes.csv")
     with open(csv, "w") as f:
-        f.write("seconds,flushes_per_minute,phase\n")
-        for t, rate, ph in rates:
-            f.write("%d,%.0f,%s\n" % (t, rate, ph))
+        f.write("seconds,flushes_per_minute,invalidations_per_minute,"
+                "qemu_invalidations_per_minute,phase\n")
+        for t, rate, inv, qemu, ph in rates:
+            f.write("%d,%.0f,%.0f,%.0f,%s\n" % (t - t0, rate, inv, qemu, ph))
     by_phase = {}
-    for t, rate, ph in rates:
-        by_phase.setdefault(ph, []).append(rate)
+    for t, rate, inv, qemu, ph in rates:
+        by_phase.setdefault(ph, []).append((rate, inv, qemu))
     print("IOTLB flushes per minute (the module's count, %d s bins), "
-          "per phase:" % BIN)
+          "per phase; then IOTLB invalidations per minute counted by the "
+          "module (maps + flushes) and by level 0's QEMU trace, same bins:"
+          % BIN)
     for ph in ("coarse", "pre", "dyn", "dyn-on"):
         r = by_phase.get(ph, [])
         if r:
             print("  %-7s mean %6.0f  first %6.0f  last %6.0f  (%d bins)"
-                  % (ph, sum(r) / len(r), r[0], r[-1], len(r)))
+                  "   invalidations: module %6.0f, QEMU %6.0f"
+                  % (ph, sum(x[0] for x in r) / len(r), r[0][0], r[-1][0],
+                     len(r), sum(x[1] for x in r) / len(r),
+                     sum(x[2] for x in r) / len(r)))
     host = dict(l.split() for l in r1.files["host"].decode().splitlines())
-    trace = len(re.findall(r"vtd_inv_desc_iotlb_\w+", r1.stderr))
+    trace = len(qemu_times)
     print("host module: %s IOMMU maps, %s unmaps, %s IOTLB flushes; level "
           "0's QEMU: %d IOTLB invalidation descriptors"
           % (host["dma_maps"], host["dma_unmaps"], host["dma_flushes"],
@@ -225,7 +296,9 @@ def main():
             'set title "IOTLB flushes per minute (TCG/nested): coarse, '
             'Pre-PiBooster, Dyn-PiBooster"\n'
             'set xlabel "seconds"\nset ylabel "flushes per minute"\n'
-            'plot "%s" every ::1 using 1:2 with linespoints notitle\n'
+            'plot "%s" every ::1 using 1:2 with linespoints title '
+            '"flushes (module)", "" every ::1 using 1:4 with lines title '
+            '"invalidations (level 0 QEMU)"\n'
             % (png, csv)).encode())
         print("wrote " + png)
     print("wrote " + csv)
