@@ -134,6 +134,7 @@ enum pib_stat {
 	PIB_STALE,
 	PIB_ROOTS,
 	PIB_ROOTS_FREED,
+	PIB_EARLY,
 	PIB_NR_STATS
 };
 
@@ -155,6 +156,7 @@ static const char * const pib_stat_names[PIB_NR_STATS] = {
 	[PIB_STALE] = "stale",
 	[PIB_ROOTS] = "roots",
 	[PIB_ROOTS_FREED] = "roots_freed",
+	[PIB_EARLY] = "early",
 };
 
 static struct pib_level pib_levels[PIB_LEVELS];
@@ -833,6 +835,19 @@ static struct page *__pib_table_alloc(int level, gfp_t gfp)
 	return page;
 }
 
+/*
+ * While the patch switches task by task, a task still on the stock
+ * allocators could link an unpinned table into a table we pinned, which
+ * the host refuses, killing the guest.  So until every task runs the
+ * hooks (pib_post_patch()), the hooks hand tables out unpinned, as the
+ * stock kernel does, and these stay the kernel's.  From then on a pinned
+ * table only receives tables allocated after it was, pinned too.  Roots
+ * are pinned after the fact: they wait for the __pud_alloc() hooks that
+ * looked before the switch (pib_early_srcu), whose tables they may hold.
+ */
+static bool pib_patched __read_mostly;
+DEFINE_STATIC_SRCU(pib_early_srcu);
+
 static struct page *pib_table_alloc(struct mm_struct *mm, int level,
 				    gfp_t gfp)
 {
@@ -841,6 +856,10 @@ static struct page *pib_table_alloc(struct mm_struct *mm, int level,
 
 	if (mm == pib_init_mm)
 		return alloc_page(gfp);
+	if (!READ_ONCE(pib_patched)) {
+		atomic_long_inc(&pib_stats[PIB_EARLY]);
+		return alloc_page(gfp);
+	}
 	t0 = ktime_get_ns();
 	page = __pib_table_alloc(level, gfp);
 	if (page) {
@@ -1096,12 +1115,15 @@ static int pib___pud_alloc(struct mm_struct *mm, p4d_t *p4d,
 			   unsigned long address)
 {
 	gfp_t gfp = mm == pib_init_mm ? GFP_PGTABLE_KERNEL : GFP_PGTABLE_USER;
+	int idx = srcu_read_lock(&pib_early_srcu);
 	struct page *page = pib_table_alloc(mm, 3, gfp);
 	pud_t *new;
 
-	if (!page)
+	if (!page) {
+		srcu_read_unlock(&pib_early_srcu, idx);
 		return -ENOMEM;
-	if (pib_roots && mm != pib_init_mm)
+	}
+	if (READ_ONCE(pib_roots) && mm != pib_init_mm)
 		pib_root_pin(mm);
 	new = page_address(page);
 	spin_lock(&mm->page_table_lock);
@@ -1112,6 +1134,7 @@ static int pib___pud_alloc(struct mm_struct *mm, p4d_t *p4d,
 		new = NULL;
 	}
 	spin_unlock(&mm->page_table_lock);
+	srcu_read_unlock(&pib_early_srcu, idx);
 	if (new)
 		pib_table_abandon(page, 3);
 	return 0;
@@ -1188,8 +1211,20 @@ static struct klp_func pib_funcs[] = {
 	{ }
 };
 
+/* Every task runs the hooks now: pin from here on (pib_table_alloc()). */
+static void pib_post_patch(struct klp_object *obj)
+{
+	WRITE_ONCE(pib_patched, true);
+	synchronize_srcu(&pib_early_srcu);
+	WRITE_ONCE(pib_roots, !pgtable_l5_enabled() &&
+		   !boot_cpu_has(X86_FEATURE_PTI));
+	pr_info("every task on the hooks: new tables pinned (%ld before left to the kernel)\n",
+		atomic_long_read(&pib_stats[PIB_EARLY]));
+}
+
 static struct klp_object pib_objs[] = {
-	{ .funcs = pib_funcs },		/* vmlinux */
+	{ .funcs = pib_funcs,		/* vmlinux */
+	  .callbacks = { .post_patch = pib_post_patch } },
 	{ }
 };
 
@@ -1881,7 +1916,6 @@ static int __init pib_init(void)
 			    &pib_bench_fops);
 	if (enable)
 		pib_set_cache(true);
-	pib_roots = !pgtable_l5_enabled() && !boot_cpu_has(X86_FEATURE_PTI);
 	pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
 	schedule_delayed_work(&pib_reaper, PIB_SWEEP_DELAY);
 	ret = klp_enable_patch(&pib_patch);
