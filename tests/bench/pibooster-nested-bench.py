@@ -126,6 +126,14 @@ def per_level(text, phase):
     return out
 
 
+def level_header(title):
+    """The title and column heads of a per-level coarse/PiBooster table."""
+    print(title)
+    print("%-5s %9s %9s %7s   %9s %9s %7s" % ("level", "alloc", "alloc",
+                                              "less", "free", "free",
+                                              "less"))
+
+
 def bench_rows(text):
     """debugfs pibooster/bench over the runs: {(level, mode): [(alloc_ns,
     free_ns), ...]}."""
@@ -209,12 +217,10 @@ def main():
             f.write("%s,%.2f,%.2f,%.3f,%.2f,%.3f,%.3f\n"
                     % (op, n, c, c / n, p, p / n, p / c))
     rows = bench_rows(text)
-    print("page-table allocation and free, us per table, one table at a "
-          "time (debugfs pibooster/bench, %d per level, median of %d runs), "
-          "coarse against PiBooster:" % (BENCH_N, BENCH_RUNS))
-    print("%-5s %9s %9s %7s   %9s %9s %7s" % ("level", "alloc", "alloc",
-                                              "less", "free", "free",
-                                              "less"))
+    level_header("page-table allocation and free, us per table, one table "
+                 "at a time (debugfs pibooster/bench, %d per level, median "
+                 "of %d runs), coarse against PiBooster:"
+                 % (BENCH_N, BENCH_RUNS))
     with open(os.path.join(logs, "pibooster-nested-bench-tables.csv"),
               "w") as f:
         f.write("level,coarse_alloc_us,pibooster_alloc_us,coarse_free_us,"
@@ -232,12 +238,9 @@ def main():
             f.write("%s,%.2f,%.2f,%.2f,%.2f,%d\n"
                     % (lv, ca, pa, cf, pf, min(len(c), len(p))))
     coarse, pib = per_level(text, "coarse"), per_level(text, "pre")
-    print("the same as the kernel's tables came and went (debugfs "
-          "pibooster/latency, mean over the storm phase; a free is its "
-          "share of a reaper batch):")
-    print("%-5s %9s %9s %7s   %9s %9s %7s" % ("level", "alloc", "alloc",
-                                              "less", "free", "free",
-                                              "less"))
+    level_header("the same as the kernel's tables came and went (debugfs "
+                 "pibooster/latency, mean over the storm phase; a free is "
+                 "its share of a reaper batch):")
     with open(os.path.join(logs, "pibooster-nested-bench-levels.csv"),
               "w") as f:
         f.write("level,coarse_alloc_us,pibooster_alloc_us,coarse_free_us,"
