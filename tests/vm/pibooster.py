@@ -38,7 +38,17 @@ mem() {
 		END { print "mem", tag, pt, free + pcp * 4, thp }' \
 		/proc/meminfo /proc/zoneinfo
 }
-pib_load() { insmod /lib/modules/extra/pibooster.ko "$@"; }
+# Loaded once every task runs the hooks: nothing is pinned before that
+# (docs/pibooster.md, "Livepatch transitions and unloading").
+pib_load() {
+	insmod /lib/modules/extra/pibooster.ko "$@" || return 1
+	i=0
+	until read t </sys/kernel/livepatch/pibooster/transition &&
+	      test "$t" = 0; do
+		i=$((i + 1)); test $i -lt 600 || { echo "patch stuck"; return 1; }
+		sleep 0.1
+	done
+}
 pib_unload() {
 	echo 0 >/sys/kernel/livepatch/pibooster/enabled
 	i=0
