@@ -36,10 +36,12 @@ read t <$P/threshold; levels; echo "threshold-n $t $a $b $c $d"
 storm2 -n 2 -w 100
 pause 1.5; levels; echo "threshold-n-storm $a $b $c $d"
 echo none >$P/threshold
-storm2 -n 2 -w 300
-# a child holding 300 L1 tables while the ratio is set
-pt-storm -n 1 -w 300 -S 6 >/tmp/hold & h=$!
+# a child holding 300 L1 tables while the ratio is set; the cache grows
+# past half of the tables in use only after it has taken its own
+pt-storm -n 1 -w 300 -S 15 >/tmp/hold & h=$!
 pause 3
+storm2 -n 2 -w 300
+pause 1.5
 levels; echo "before-p $a"
 echo 50% >$P/threshold
 read t <$P/threshold; levels
