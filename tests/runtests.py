@@ -70,11 +70,14 @@ def run_one(tier, path, timeout, logroot, env):
     name = name_of(path)
     logdir = os.path.join(logroot, name)
     logfile = os.path.join(logroot, name + ".log")
-    env = dict(env, SIVSHM_LOGDIR=logdir)
-    start = time.monotonic()
     hold = bool(os.environ.get("SIVSHM_VM_HOLD"))
     if hold:
         timeout = None      # a held guest is the developer's, on the terminal
+    # The test's own bounds (guest timeouts times their attempts) must fit
+    # in this one: vmtest.boot() checks them against it.
+    env = dict(env, SIVSHM_LOGDIR=logdir,
+               SIVSHM_TEST_TIMEOUT=str(timeout or 0))
+    start = time.monotonic()
     with open(logfile, "wb") as log:
         proc = subprocess.Popen([path], stdout=None if hold else log,
                                 stderr=None if hold else subprocess.STDOUT,

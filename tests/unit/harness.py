@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests of the VM harness's host side: the result-channel framing,
-the splat scanner and in-tree module dependency resolution."""
+the splat scanner, in-tree module dependency resolution and the bounds
+boot() accepts."""
 
 import os
 import sys
@@ -8,9 +9,9 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "vm"))
-from vmtest import (FrameError, HarnessError, Result, encode_frame,  # noqa
-                    emulator_fault, find_splats, nested_result, parse_frames,
-                    resolve_modules)
+from vmtest import (FrameError, HarnessError, Result, boot,  # noqa
+                    encode_frame, emulator_fault, find_splats,
+                    nested_result, parse_frames, resolve_modules)
 
 
 def channel(*frames):
@@ -203,6 +204,37 @@ class Modules(unittest.TestCase):
                          [])
         with self.assertRaises(HarnessError):
             resolve_modules(self.DEP, ["virtio_pci"])
+
+
+class Budget(unittest.TestCase):
+    """boot() refuses bounds the runner's time limit cannot hold, before
+    it starts anything: a third attempt that the runner would cut is no
+    attempt."""
+
+    class Guest:
+        name = "l1"
+        emulator_retries = 2
+
+    def setUp(self):
+        self.saved = os.environ.get("SIVSHM_TEST_TIMEOUT")
+        os.environ["SIVSHM_TEST_TIMEOUT"] = "600"
+
+    def tearDown(self):
+        if self.saved is None:
+            del os.environ["SIVSHM_TEST_TIMEOUT"]
+        else:
+            os.environ["SIVSHM_TEST_TIMEOUT"] = self.saved
+
+    def test_attempts_over_the_limit(self):
+        with self.assertRaisesRegex(HarnessError, r"3 attempt\(s\) of 300 s "
+                                    r"do not fit in the 600 s"):
+            boot(self.Guest(), timeout=300)
+
+    def test_one_attempt_over_the_limit(self):
+        g = self.Guest()
+        g.emulator_retries = 0
+        with self.assertRaises(HarnessError):
+            boot(g, timeout=601)
 
 
 if __name__ == "__main__":

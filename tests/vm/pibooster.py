@@ -178,7 +178,7 @@ IOMMU_L1 = dict(l1_machine="q35,kernel-irqchip=split",
 
 
 def run_nested(name, l2_script, l1_script, qemu_args, l2_programs=(),
-               l2_collect=(), timeout=300, l2_timeout=240, l2_cmdline="",
+               l2_collect=(), timeout=180, l2_timeout=120, l2_cmdline="",
                **l1_opts):
     """Level 2 @name (1 vCPU, 256 MiB, pibooster.ko, pt-storm and
     @l2_programs, -device pagetype..., @l2_cmdline) under a TCG level 1 with

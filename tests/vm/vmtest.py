@@ -24,6 +24,7 @@ Configuration comes from the environment, set by tests/runtests.py:
     SIVSHM_BUILDDIR   the build tree (modules, guest programs)
     SIVSHM_LOGDIR     where this test keeps its logs (consoles, channels)
     SIVSHM_ACCEL      kvm or tcg (probed once by the runner)
+    SIVSHM_TEST_TIMEOUT  seconds the runner gives the whole test (0: none)
 """
 
 import atexit
@@ -660,13 +661,26 @@ def host_accel():
     return KVM_ACCEL if os.environ.get("SIVSHM_ACCEL") == "kvm" else TCG_ACCEL
 
 
+# Console lines boot() shows of a guest that was lost.
+CONSOLE_TAIL = 8
+
+
 def boot(guest, timeout=120, accel=None):
     """Boot one guest, wait for it, and return its Result.  A nested level 1
     made with emulator_retries is tried again when it failed through the
     emulator, not through the code under test."""
     attempts = getattr(guest, "emulator_retries", 0) + 1
+    budget = int(os.environ.get("SIVSHM_TEST_TIMEOUT") or 0)
+    if budget and attempts * timeout > budget:
+        raise HarnessError("%s: %d attempt(s) of %d s do not fit in the %d s "
+                           "the runner gives the test"
+                           % (guest.name, attempts, timeout, budget))
     for attempt in range(1, attempts + 1):
         r = Running(guest, logdir(), accel=accel).wait(timeout)
+        if r.lost:
+            # The console's last lines say where a lost guest stopped.
+            for ln in r.console.rstrip().splitlines()[-CONSOLE_TAIL:]:
+                log("  console: " + ln.rstrip())
         fault = r.outcome != "pass" and emulator_fault(r)
         if not fault or attempt == attempts:
             return r
@@ -692,10 +706,13 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
         run_l2 [NAME]     boot NAME (default: the first) and wait for it
         start_l2 NAME     boot NAME in the background
         wait_l2           wait for every guest start_l2 booted
-    each bounded by l2_timeout seconds.  A level-2 guest's channel and
-    console come back as file:NAME.channel and file:NAME.console, and the
-    level-1 files in l2_collect (the level-2 QEMUs' logs, say) as
-    file:<basename>.  Check the outcome with nested_result().
+        wait_l2_console NAME PATTERN
+                          wait until NAME's console shows PATTERN; fails
+                          when NAME ended without it
+    each bounded by l2_timeout seconds of level 1's clock.  A level-2
+    guest's channel and console come back as file:NAME.channel and
+    file:NAME.console, and the level-1 files in l2_collect (the level-2
+    QEMUs' logs, say) as file:<basename>.  Check the outcome with nested_result().
 
     emulator_retries: boot() tries a level 1 that failed through TCG's
     nested SVM (emulator_fault) again, this many times at most.
@@ -724,11 +741,16 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
             "'%s'" % a.replace("'", "'\\''") for a in argv) + "\n").encode()
         collect += ["/tmp/%s.%s" % (g.name, what) for what in
                     ("channel", "console", "stderr", "status")]
-    script = (r"""run_l2() {
+    script = (r"""# Seconds since level 1 booted, from the clock: a loop's own ticks
+# under TCG run slower than they say.
+now() { local t _; read t _ </proc/uptime; echo ${t%%.*}; }
+run_l2() {
 	n=${1:-%(first)s}
 	sh "/l2/$n.sh" 2> "/tmp/$n.stderr" &
 	pid=$!
-	ticks=0
+	echo "vmtest: level 2 $n started" >/dev/kmsg
+	local end
+	end=$(($(now) + %(t)d))
 	while kill -0 $pid 2>/dev/null; do
 		# A guest KVM refuses to run is stopped, not ended, by QEMU.
 		if grep -q "%(failed)s" "/tmp/$n.stderr"; then
@@ -736,17 +758,17 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
 			kill -9 $pid 2>/dev/null || true
 			break
 		fi
-		if [ $ticks -ge %(ticks)d ]; then
+		if [ $(now) -ge $end ]; then
 			echo "vmtest: level 2 $n: no end within %(t)d s"
 			kill -9 $pid 2>/dev/null || true
 			break
 		fi
 		sleep 0.2
-		ticks=$((ticks + 1))
 	done
 	status=0
 	wait $pid || status=$?
 	echo $status > "/tmp/$n.status"
+	echo "vmtest: level 2 $n ended: $status" >/dev/kmsg
 	[ $status -eq 0 ] || echo "vmtest: level 2 $n QEMU exited with $status"
 	cat "/tmp/$n.stderr"
 }
@@ -759,7 +781,19 @@ wait_l2() {
 	for p in $l2_pids; do wait $p; done
 	l2_pids=
 }
-""" % {"t": l2_timeout, "ticks": l2_timeout * 5, "first": l2s[0].name,
+wait_l2_console() {
+	local end
+	end=$(($(now) + %(t)d))
+	until grep -q "$2" "/tmp/$1.console" 2>/dev/null; do
+		if [ -e "/tmp/$1.status" ] || [ $(now) -ge $end ]; then
+			grep -q "$2" "/tmp/$1.console" && return 0
+			echo "vmtest: level 2 $1: no '$2' on its console"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+""" % {"t": l2_timeout, "first": l2s[0].name,
        "failed": KVM_RUN_FAILED}) + l1_script
     l1 = Guest(l2s[0].name + "-l1", script,
                kmods=["kvm", "kvm_amd"] + list(l1_kmods), files=files,

@@ -60,11 +60,7 @@ L1_SCRIPT = r"""
 mount -t debugfs none /sys/kernel/debug
 insmod /lib/modules/extra/kvm_pagetype.ko
 start_l2 pibooster-dma
-i=0
-until grep -q 'pibooster-dma: targets' /tmp/pibooster-dma.console 2>/dev/null; do
-	i=$((i + 1)); test $i -lt 300 || { echo "no targets"; exit 1; }
-	sleep 1
-done
+wait_l2_console pibooster-dma 'pibooster-dma: targets' || { wait_l2; exit 1; }
 set -- $(grep -o 'targets victim 0x[0-9a-f]* table 0x[0-9a-f]* cached 0x[0-9a-f]*' \
 	/tmp/pibooster-dma.console)
 echo "targets: victim $3 table $5 cached $7"

@@ -89,7 +89,7 @@ def nums(text, tag):
 
 
 def test():
-    r = boot(guest("pibooster-shrink", SCRIPT), timeout=900)
+    r = boot(guest("pibooster-shrink", SCRIPT), timeout=300)
     check(r.outcome == "pass", r.describe())
     text = r.text()
     n = nums(text, "shrink-n")

@@ -50,7 +50,7 @@ mem unloaded
 
 def test():
     # 4-level paging (TCG's -cpu max has LA57): the roots are L4 tables
-    r = boot(guest("pibooster-storm", SCRIPT, cmdline="no5lvl"), timeout=900)
+    r = boot(guest("pibooster-storm", SCRIPT, cmdline="no5lvl"), timeout=400)
     check(r.outcome == "pass", r.describe())
     text = r.text()
     check(text.count(", 0 failures") == 10,

@@ -28,7 +28,7 @@ mem unloaded
 def test():
     # 4-level paging: live roots are pinned when the module goes
     r = boot(guest("pibooster-unload", SCRIPT, cmdline="no5lvl"),
-             timeout=900)
+             timeout=300)
     check(r.outcome == "pass", r.describe())
     text = r.text()
     check("unloaded mid-storm" in text, "the module did not unload")
