@@ -32,7 +32,7 @@ echo 1 >$P/enable
 lat pibooster
 storm2 -n %(s)d
 pause 1.5
-for l in 1 2 3; do read c <$P/cached_l$l; echo "cache l$l $c"; done
+for l in 1 2 3 4; do read c <$P/cached_l$l; echo "cache l$l $c"; done
 pib_unload
 """ % {"r": ROUNDS, "n": PER_ROUND, "s": STORM}
 
