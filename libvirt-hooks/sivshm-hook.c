@@ -73,8 +73,11 @@ static int read_stdin(char **buf, size_t *len, struct hook_err *e)
 	return 0;
 }
 
-/* Whether the mapper listens: 0, or -errno. */
-static int mapper_listening(const struct sock_path *sp)
+/*
+ * Check that a mapper listens on @sp: 0 if one does, else -errno from
+ * opening its directory safely or from sdir_listening().
+ */
+static int mapper_check_listening(const struct sock_path *sp)
 {
 	int fd = sdir_open(sp->dir);
 	int err;
@@ -147,7 +150,7 @@ static int mapper_prepare(const struct lease_dir *ld,
 	if (id_free(ld, dom, e) ||
 	    sdir_ensure(sp.dir, uid, gid, HOOK_DIR_MODE, e))
 		return -1;
-	if (!mapper_listening(&sp))
+	if (mapper_check_listening(&sp) == 0)
 		return hook_fail(e, "something already listens on %s: another mapper of service %s?",
 				 m->socket, m->service);
 	if (record_slots(ld, m, &sp, e))
@@ -194,7 +197,7 @@ static int reducer_prepare(const struct lease_dir *ld,
 	int err;
 
 	split_socket(m->socket, &sp);
-	err = mapper_listening(&sp);
+	err = mapper_check_listening(&sp);
 	if (err)
 		return hook_fail(e, "the mapper of service %s is not listening on %s (%s): start it first",
 				 m->service, m->socket,

@@ -95,43 +95,98 @@ static inline uint64_t cc_service_t0(uint64_t fallback)
 	return *end || !t0 || t0 > fallback ? fallback : t0;
 }
 
-/* What a mapper prints at the end: for people, then one line for scripts. */
-struct cc_result {
+/*
+ * The mapper's side, the same over every transport (charcount.c): a pool of
+ * threads runs the rounds, thread t serving reducers t + 1, t + 1 + T, ...
+ * A transport embeds struct cc_job and says how a chunk reaches a reducer
+ * and how its count comes back.
+ */
+struct cc_job;
+
+struct cc_transport {
+	/* Hand reducer @j the @len bytes at @src as request @seq (Xfer). */
+	int (*send)(struct cc_job *job, uint32_t j, uint64_t seq,
+		    const uint8_t *src, uint64_t len);
+	/* Wait for reducer @j's count for request @seq (Resp). */
+	int (*recv)(struct cc_job *job, uint32_t j, uint64_t seq,
+		    uint64_t *count);
+	/* Tell reducer @j to exit, as request @seq. */
+	void (*stop)(struct cc_job *job, uint32_t j, uint64_t seq);
+};
+
+struct cc_job {
 	const char *prog;	/* "charcount", "charcount-tcp", ... */
-	const char *mode;	/* "poll", "irq", "tcp" */
-	uint8_t ch;
+	const struct cc_transport *ops;
 	uint32_t nreducers;
-	uint32_t nthreads;
-	uint64_t bytes;
+	uint32_t nthreads;	/* 0 before cc_plan(): up to 4 */
+	uint64_t cap;		/* data bytes per chunk */
+	uint64_t total;		/* input bytes */
+	uint64_t rounds;
+	const uint8_t *file;	/* the mapped input file, or NULL: random */
+	uint64_t seed;
+	uint8_t ch;
+	int timeout_ms;
+	/* What cc_run() found: the sums, and the slowest thread's times. */
 	uint64_t count;		/* what the reducers answered */
 	uint64_t direct;	/* what the mapper counted itself */
 	uint64_t xfer_ns;
 	uint64_t resp_ns;
-	uint64_t job_ns;
-	uint64_t ready_ns;
-	int fail;
 };
 
-/* The "result" line is what make bench parses: keep its keys stable. */
-static inline int cc_report(const struct cc_result *r)
-{
-	int ok = r->count == r->direct && !r->fail;
+#define cc_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
 
-	printf("%s: '%c' occurs %llu times (direct count %llu: %s)\n",
-	       r->prog, r->ch, (unsigned long long)r->count,
-	       (unsigned long long)r->direct, ok ? "match" : "MISMATCH");
-	printf("%s: Xfer %.3f s (%.2f GiB/s), Resp %.3f s, job %.3f s\n",
-	       r->prog, r->xfer_ns / 1e9,
-	       r->xfer_ns ? r->bytes / (r->xfer_ns / 1e9) / (1 << 30) : 0.0,
-	       r->resp_ns / 1e9, r->job_ns / 1e9);
-	printf("result reducers=%u mode=%s threads=%u bytes=%llu count=%llu "
-	       "direct=%llu xfer_s=%.6f resp_s=%.6f job_s=%.6f ready_ms=%.3f\n",
-	       r->nreducers, r->mode, r->nthreads,
-	       (unsigned long long)r->bytes, (unsigned long long)r->count,
-	       (unsigned long long)r->direct, r->xfer_ns / 1e9,
-	       r->resp_ns / 1e9, r->job_ns / 1e9, r->ready_ns / 1e6);
-	return ok ? 0 : 1;
-}
+void cc_plan(struct cc_job *job);
+int cc_run(struct cc_job *job);
+int cc_report(const struct cc_job *job, const char *mode, uint64_t job_ns,
+	      uint64_t ready_ns, int fail);
+
+/*
+ * The transport through the reducers' slots (slots.c), for sivshm and plain
+ * ivshmem alike: a chunk is copied into reducer j's slot after its mailbox,
+ * the request posted there, and in interrupt mode its doorbell rung.
+ */
+struct sivshm_mbox;
+struct cc_slots;
+
+struct cc_slot_ops {
+	/* Reducer @j's mailbox, at the start of its slot. */
+	struct sivshm_mbox *(*mbox)(struct cc_slots *s, uint32_t j);
+	/* Ring reducer @j's vector CC_VECTOR (interrupt mode). */
+	void (*ring)(struct cc_slots *s, uint32_t j);
+	/* Wait up to @timeout_ms for reducer @j's answer to @seq. */
+	int (*wait)(struct cc_slots *s, uint32_t j, uint64_t seq,
+		    int timeout_ms, uint64_t *resp);
+};
+
+struct cc_slots {
+	struct cc_job cc;
+	const struct cc_slot_ops *ops;
+	int irq;
+};
+
+extern const struct cc_transport cc_slot_transport;
+uint64_t cc_slots_ready(struct cc_slots *s, uint64_t slice, uint64_t ready_ns);
+
+/* A reducer's side of the same slots: its mailbox and how it waits. */
+struct cc_reducer;
+
+struct cc_reducer_ops {
+	/* Wait for request @seq in the mailbox. */
+	int (*wait)(struct cc_reducer *r, uint64_t seq, uint64_t *req);
+	/* Ring the mapper's vector CC_VECTOR (interrupt mode). */
+	void (*ring)(struct cc_reducer *r);
+};
+
+struct cc_reducer {
+	const struct cc_reducer_ops *ops;
+	struct sivshm_mbox *mb;
+	uint32_t id;
+	uint64_t cap;		/* data bytes in the slot */
+	int irq;
+};
+
+int cc_serve(struct cc_reducer *r);
 
 /* "1G", "512M", "64k" or plain bytes; exits on anything else. */
 static inline uint64_t cc_parse_size(const char *s)

@@ -35,19 +35,11 @@
 #include "sivshm.h"
 
 struct job {
+	struct cc_slots s;
 	struct ivc ivc;
 	uint8_t *region;
 	struct ivc_directory *dir;
-	uint32_t nreducers;
-	uint32_t nthreads;
 	uint64_t slice;
-	uint64_t cap;
-	uint64_t total;
-	uint64_t rounds;
-	uint64_t seed;
-	uint8_t ch;
-	int irq;
-	int timeout_ms;
 	int ring[SIVSHM_MAX_REDUCERS + 1];	/* rings reducer j's vector 0 */
 	/* The doorbell: @gen counts the interrupts we have taken. */
 	pthread_mutex_t lock;
@@ -55,18 +47,6 @@ struct job {
 	uint64_t gen;
 	int stop;
 	pthread_t doorbell;
-};
-
-struct worker {
-	struct job *job;
-	pthread_t thread;
-	uint32_t index;
-	uint8_t *buf;
-	uint64_t count;
-	uint64_t direct;
-	uint64_t xfer_ns;
-	uint64_t resp_ns;
-	int err;
 };
 
 static struct sivshm_mbox *mbox(struct job *job, uint32_t j)
@@ -142,7 +122,7 @@ static int wait_response(struct job *job, uint32_t j, uint64_t seq,
 {
 	uint64_t deadline = cc_now_ns() + timeout_ms * 1000000ULL, gen;
 
-	if (!job->irq)
+	if (!job->s.irq)
 		return sivshm_mbox_wait_response(mbox(job, j), seq,
 						 timeout_ms, resp);
 	for (;;) {
@@ -156,97 +136,49 @@ static int wait_response(struct job *job, uint32_t j, uint64_t seq,
 	}
 }
 
-static void post(struct job *job, uint32_t j, uint64_t seq,
-		 uint64_t cmd, uint64_t len)
+static struct job *job_of(struct cc_slots *s)
 {
-	uint64_t req[SIVSHM_MBOX_WORDS] = { cmd, len, job->ch };
-
-	sivshm_mbox_post_request(mbox(job, j), seq, req);
-	/* A reducer that is away re-reads its mailbox when it comes back. */
-	if (job->irq)
-		ivc_ring(job->ring[j]);
+	return cc_container_of(s, struct job, s);
 }
 
-/* Collect this thread's answers to @seq; they are untrusted, so bounded. */
-static int collect(struct worker *w, uint64_t seq, const uint64_t *len)
+static struct sivshm_mbox *slot_mbox(struct cc_slots *s, uint32_t j)
 {
-	struct job *job = w->job;
-	uint64_t resp[SIVSHM_MBOX_WORDS];
-	int err;
-
-	for (uint32_t j = 1 + w->index; j <= job->nreducers;
-	     j += job->nthreads) {
-		err = wait_response(job, j, seq, job->timeout_ms, resp);
-		if (err) {
-			fprintf(stderr, "charcount-ivshmem: reducer %u did not "
-				"answer round %llu: %s\n", j,
-				(unsigned long long)seq, strerror(-err));
-			return err;
-		}
-		if (resp[0] > len[j]) {
-			fprintf(stderr, "charcount-ivshmem: reducer %u answered "
-				"%llu for %llu bytes\n", j,
-				(unsigned long long)resp[0],
-				(unsigned long long)len[j]);
-			return -EPROTO;
-		}
-		w->count += resp[0];
-	}
-	return 0;
+	return mbox(job_of(s), j);
 }
 
-static void *worker_run(void *arg)
+static void slot_ring(struct cc_slots *s, uint32_t j)
 {
-	struct worker *w = arg;
-	struct job *job = w->job;
-	uint64_t len[SIVSHM_MAX_REDUCERS + 1];
-
-	for (uint64_t r = 0; r < job->rounds && !w->err; r++) {
-		uint64_t seq = r + 1, t0;
-
-		for (uint32_t j = 1 + w->index; j <= job->nreducers;
-		     j += job->nthreads) {
-			uint64_t k = r * job->nreducers + (j - 1);
-
-			len[j] = cc_chunk_len(k, job->cap, job->total);
-			cc_fill_random(w->buf, len[j], job->seed, k);
-			w->direct += cc_count(w->buf, len[j], job->ch);
-
-			t0 = cc_now_ns();
-			memcpy((uint8_t *)mbox(job, j) + SIVSHM_MBOX_SIZE,
-			       w->buf, len[j]);
-			post(job, j, seq, CC_COUNT, len[j]);
-			w->xfer_ns += cc_now_ns() - t0;
-		}
-
-		t0 = cc_now_ns();
-		w->err = collect(w, seq, len);
-		w->resp_ns += cc_now_ns() - t0;
-	}
-
-	/* Tell our reducers to exit, whatever happened. */
-	for (uint32_t j = 1 + w->index; j <= job->nreducers; j += job->nthreads)
-		post(job, j, job->rounds + 1, CC_EXIT, 0);
-	return NULL;
+	ivc_ring(job_of(s)->ring[j]);
 }
+
+static int slot_wait(struct cc_slots *s, uint32_t j, uint64_t seq,
+		     int timeout_ms, uint64_t *resp)
+{
+	return wait_response(job_of(s), j, seq, timeout_ms, resp);
+}
+
+static const struct cc_slot_ops ivshmem_slot_ops = {
+	.mbox = slot_mbox,
+	.ring = slot_ring,
+	.wait = slot_wait,
+};
 
 /* Map the whole region and publish the directory in slot 0. */
 static int setup_region(struct job *job, uint64_t size)
 {
 	struct ivc_directory *dir;
 
-	job->slice = size / (job->nreducers + 1) & ~4095ULL;
+	job->slice = size / (job->s.cc.nreducers + 1) & ~4095ULL;
 	if (job->slice <= SIVSHM_MBOX_SIZE || job->slice < sizeof(*dir) ||
 	    size > job->ivc.shm_size) {
 		fprintf(stderr, "charcount-ivshmem: %llu bytes in %u + 1 slots "
 			"do not fit a %llu-byte region\n",
-			(unsigned long long)size, job->nreducers,
+			(unsigned long long)size, job->s.cc.nreducers,
 			(unsigned long long)job->ivc.shm_size);
 		return -EINVAL;
 	}
-	job->cap = job->slice - SIVSHM_MBOX_SIZE;
-	job->rounds = (job->total + job->cap * job->nreducers - 1) /
-		      (job->cap * job->nreducers);
+	job->s.cc.cap = job->slice - SIVSHM_MBOX_SIZE;
+	cc_plan(&job->s.cc);
 	job->region = mmap(NULL, job->ivc.shm_size, PROT_READ | PROT_WRITE,
 			   MAP_SHARED, job->ivc.shm_fd, 0);
 	if (job->region == MAP_FAILED) {
@@ -256,13 +188,13 @@ static int setup_region(struct job *job, uint64_t size)
 		return err;
 	}
 
-	for (uint32_t j = 1; j <= job->nreducers; j++)
+	for (uint32_t j = 1; j <= job->s.cc.nreducers; j++)
 		memset(mbox(job, j), 0, SIVSHM_MBOX_SIZE);
 	dir = (struct ivc_directory *)job->region;
 	job->dir = dir;
 	memset(dir, 0, sizeof(*dir));
 	dir->mapper_peer = job->ivc.id;
-	dir->nreducers = job->nreducers;
+	dir->nreducers = job->s.cc.nreducers;
 	dir->slice_size = job->slice;
 	__atomic_store_n(&dir->magic, IVC_DIR_MAGIC, __ATOMIC_RELEASE);
 	return 0;
@@ -292,11 +224,11 @@ static int reducer_ring(struct job *job, uint32_t j)
 /* Wait until every reducer is in, taking the server's news meanwhile. */
 static int wait_reducers(struct job *job)
 {
-	uint64_t deadline = cc_now_ns() + job->timeout_ms * 1000000ULL;
+	uint64_t deadline = cc_now_ns() + job->s.cc.timeout_ms * 1000000ULL;
 	uint32_t j = 1;
 	int ret;
 
-	while (j <= job->nreducers) {
+	while (j <= job->s.cc.nreducers) {
 		ret = reducer_ring(job, j);
 		if (ret >= 0) {
 			job->ring[j++] = ret;
@@ -314,49 +246,13 @@ static int wait_reducers(struct job *job)
 	return 0;
 }
 
-static int run_workers(struct job *job, uint64_t *count, uint64_t *direct,
-		       uint64_t *xfer, uint64_t *resp)
-{
-	struct worker *w = calloc(job->nthreads, sizeof(*w));
-	uint32_t started = 0;
-	int fail = 0;
-
-	if (!w)
-		return -ENOMEM;
-	for (; started < job->nthreads; started++) {
-		w[started].job = job;
-		w[started].index = started;
-		w[started].buf = malloc(job->cap);
-		if (!w[started].buf ||
-		    pthread_create(&w[started].thread, NULL, worker_run,
-				   &w[started])) {
-			free(w[started].buf);
-			fprintf(stderr, "charcount-ivshmem: cannot start "
-				"threads\n");
-			fail = 1;
-			break;
-		}
-	}
-	for (uint32_t t = 0; t < started; t++) {
-		pthread_join(w[t].thread, NULL);
-		*count += w[t].count;
-		*direct += w[t].direct;
-		*xfer = w[t].xfer_ns > *xfer ? w[t].xfer_ns : *xfer;
-		*resp = w[t].resp_ns > *resp ? w[t].resp_ns : *resp;
-		fail |= w[t].err != 0;
-		free(w[t].buf);
-	}
-	free(w);
-	return fail ? -EIO : 0;
-}
-
 /* Let the reducers read their exit request before the region goes. */
 static void wait_exits(struct job *job)
 {
 	uint64_t resp[SIVSHM_MBOX_WORDS];
 
-	for (uint32_t j = 1; j <= job->nreducers; j++)
-		wait_response(job, j, job->rounds + 1, 5000, resp);
+	for (uint32_t j = 1; j <= job->s.cc.nreducers; j++)
+		wait_response(job, j, job->s.cc.rounds + 1, 5000, resp);
 }
 
 static void usage(void)
@@ -389,44 +285,27 @@ static const char *parse_args(int argc, char **argv, struct job *job,
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': path = optarg; break;
-		case 'n': job->nreducers = strtoul(optarg, NULL, 0); break;
+		case 'n': job->s.cc.nreducers = strtoul(optarg, NULL, 0); break;
 		case 'z': *size = cc_parse_size(optarg); break;
-		case 'r': job->total = cc_parse_size(optarg); break;
-		case 'S': job->seed = strtoull(optarg, NULL, 0); break;
-		case 'c': job->ch = optarg[0]; break;
+		case 'r': job->s.cc.total = cc_parse_size(optarg); break;
+		case 'S': job->s.cc.seed = strtoull(optarg, NULL, 0); break;
+		case 'c': job->s.cc.ch = optarg[0]; break;
 		case 'm':
 			if (strcmp(optarg, "irq") && strcmp(optarg, "poll"))
 				usage();
-			job->irq = !strcmp(optarg, "irq");
+			job->s.irq = !strcmp(optarg, "irq");
 			break;
-		case 't': job->nthreads = strtoul(optarg, NULL, 0); break;
-		case 'T': job->timeout_ms = atoi(optarg); break;
+		case 't': job->s.cc.nthreads = strtoul(optarg, NULL, 0); break;
+		case 'T': job->s.cc.timeout_ms = atoi(optarg); break;
 		default: usage();
 		}
 	}
-	if (optind != argc || !path || !job->nreducers ||
-	    job->nreducers > SIVSHM_MAX_REDUCERS ||
-	    job->nreducers >= IVC_DIR_SLOTS || !*size || !job->total ||
-	    job->timeout_ms <= 0)
+	if (optind != argc || !path || !job->s.cc.nreducers ||
+	    job->s.cc.nreducers > SIVSHM_MAX_REDUCERS ||
+	    job->s.cc.nreducers >= IVC_DIR_SLOTS || !*size || !job->s.cc.total ||
+	    job->s.cc.timeout_ms <= 0)
 		usage();
-	if (!job->nthreads || job->nthreads > job->nreducers)
-		job->nthreads = job->nreducers < 4 ? job->nreducers : 4;
 	return path;
-}
-
-static void report(struct job *job, uint64_t count, uint64_t direct,
-		   int fail, uint64_t xfer, uint64_t resp, uint64_t job_ns,
-		   uint64_t ready_ns)
-{
-	struct cc_result r = {
-		.prog = "charcount-ivshmem", .mode = job->irq ? "irq" : "poll", .ch = job->ch,
-		.nreducers = job->nreducers, .nthreads = job->nthreads,
-		.bytes = job->total, .count = count, .direct = direct,
-		.xfer_ns = xfer, .resp_ns = resp, .job_ns = job_ns,
-		.ready_ns = ready_ns, .fail = fail,
-	};
-
-	cc_report(&r);
 }
 
 /* Connect, map, and wait for the reducers: 0, or a negative errno. */
@@ -434,7 +313,7 @@ static int open_job(struct job *job, const char *path, uint64_t size)
 {
 	int err;
 
-	err = ivc_connect(&job->ivc, path, CC_NVECTORS, job->timeout_ms);
+	err = ivc_connect(&job->ivc, path, CC_NVECTORS, job->s.cc.timeout_ms);
 	if (err) {
 		fprintf(stderr, "charcount-ivshmem: cannot join %s: %s\n",
 			path, strerror(-err));
@@ -458,9 +337,16 @@ static void close_job(struct job *job)
 
 int main(int argc, char **argv)
 {
-	struct job job = { .ch = 'a', .seed = 1, .timeout_ms = 60000 };
+	struct job job = {
+		.s = {
+			.cc = { .prog = "charcount-ivshmem",
+				.ops = &cc_slot_transport, .ch = 'a', .seed = 1,
+				.timeout_ms = 60000 },
+			.ops = &ivshmem_slot_ops,
+		},
+	};
+	struct cc_job *cc = &job.s.cc;
 	uint64_t size = 0, t_open, t_ready, t_start, t_end;
-	uint64_t count = 0, direct = 0, xfer = 0, resp = 0;
 	const char *path;
 	int err;
 
@@ -472,32 +358,23 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_ready = cc_now_ns();
-	/* Fault the slots in now: Xfer measures copying, not page faults. */
-	for (uint32_t j = 1; j <= job.nreducers; j++)
-		memset((uint8_t *)mbox(&job, j) + SIVSHM_MBOX_SIZE, 0, job.cap);
-	t_start = cc_now_ns();
-	printf("charcount-ivshmem: %u reducers ready in %.1f ms; %llu bytes "
-	       "in %llu rounds of %llu-byte slots, %s mode, %u threads\n",
-	       job.nreducers, (t_ready - t_open) / 1e6,
-	       (unsigned long long)job.total, (unsigned long long)job.rounds,
-	       (unsigned long long)job.slice, job.irq ? "irq" : "poll",
-	       job.nthreads);
+	t_start = cc_slots_ready(&job.s, job.slice, t_ready - t_open);
 
-	err = job.irq ? doorbell_start(&job) : 0;
+	err = job.s.irq ? doorbell_start(&job) : 0;
 	if (err) {
 		fprintf(stderr, "charcount-ivshmem: no doorbell: %s\n",
 			strerror(-err));
 		close_job(&job);
 		return 1;
 	}
-	err = run_workers(&job, &count, &direct, &xfer, &resp);
+	err = cc_run(cc);
 	t_end = cc_now_ns();
 	if (!err)
 		wait_exits(&job);
-	if (job.irq)
+	if (job.s.irq)
 		doorbell_stop(&job);
-	report(&job, count, direct, err != 0, xfer, resp, t_end - t_start,
-	       t_ready - t_open);
+	err = cc_report(cc, job.s.irq ? "irq" : "poll", t_end - t_start,
+			t_ready - t_open, err != 0);
 	close_job(&job);
-	return count == direct && !err ? 0 : 1;
+	return err;
 }

@@ -25,15 +25,12 @@
 #include "sivshm.h"
 
 struct reducer {
+	struct cc_reducer r;
 	struct ivc ivc;
 	uint8_t *region;
-	uint32_t id;
-	int irq;
 	int timeout_ms;
-	uint64_t slice;
 	int64_t mapper;		/* the mapper's peer id */
 	int ring;		/* rings the mapper's vector 0 */
-	struct sivshm_mbox *mb;
 };
 
 static void usage(void)
@@ -58,15 +55,15 @@ static int read_directory(struct reducer *r, int64_t *mapper)
 	n = __atomic_load_n(&dir->nreducers, __ATOMIC_RELAXED);
 	slice = __atomic_load_n(&dir->slice_size, __ATOMIC_RELAXED);
 	peer = __atomic_load_n(&dir->mapper_peer, __ATOMIC_RELAXED);
-	if (r->id > n || n >= IVC_DIR_SLOTS || slice <= SIVSHM_MBOX_SIZE ||
+	if (r->r.id > n || n >= IVC_DIR_SLOTS || slice <= SIVSHM_MBOX_SIZE ||
 	    slice % 4096 || slice > r->ivc.shm_size / (n + 1) ||
 	    peer > IVC_MAX_ID || (int64_t)peer == r->ivc.id)
 		return -EPROTO;
-	r->slice = slice;
-	r->mb = (struct sivshm_mbox *)(r->region + r->id * slice);
+	r->r.cap = slice - SIVSHM_MBOX_SIZE;
+	r->r.mb = (struct sivshm_mbox *)(r->region + r->r.id * slice);
 	*mapper = peer;
 	/* Our peer id + 1 (0 is "not yet"): now the mapper can ring us. */
-	__atomic_store_n(&dir->reducer_peer[r->id], r->ivc.id + 1,
+	__atomic_store_n(&dir->reducer_peer[r->r.id], r->ivc.id + 1,
 			 __ATOMIC_RELEASE);
 	return 0;
 }
@@ -119,65 +116,44 @@ static int open_reducer(struct reducer *r, const char *path)
 	return err;
 }
 
+static struct reducer *reducer_of(struct cc_reducer *r)
+{
+	return cc_container_of(r, struct reducer, r);
+}
+
 /*
  * Wait for request @seq: spin in polling mode, sleep on vector 0 in irq.
  * Every 100 ms, see whether the mapper is still there.
  */
-static int wait_request(struct reducer *r, uint64_t seq, uint64_t *req)
+static int wait_request(struct cc_reducer *cr, uint64_t seq, uint64_t *req)
 {
+	struct reducer *r = reducer_of(cr);
 	struct pollfd pfd = { .fd = r->ivc.own[CC_VECTOR], .events = POLLIN };
 	uint64_t deadline = cc_now_ns() + r->timeout_ms * 1000000ULL;
 
 	for (;;) {
-		if (!sivshm_mbox_wait_request(r->mb, seq, r->irq ? 0 : 100, req))
+		if (!sivshm_mbox_wait_request(cr->mb, seq, cr->irq ? 0 : 100,
+					      req))
 			return 0;
 		if (cc_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		/* Short waits: an interrupt lost while we were away is no hang. */
-		if (r->irq && poll(&pfd, 1, 100) == 1)
+		if (cr->irq && poll(&pfd, 1, 100) == 1)
 			ivc_ack(pfd.fd);
 		if (mapper_gone(r))
 			return -ECONNRESET;
 	}
 }
 
-static void answer(struct reducer *r, uint64_t seq, const uint64_t *resp)
+static void ring(struct cc_reducer *r)
 {
-	sivshm_mbox_post_response(r->mb, seq, resp);
-	if (r->irq)
-		ivc_ring(r->ring);
+	ivc_ring(reducer_of(r)->ring);
 }
 
-/* Serve requests until the exit request: 0, or a negative errno. */
-static int serve(struct reducer *r)
-{
-	uint64_t req[SIVSHM_MBOX_WORDS], resp[SIVSHM_MBOX_WORDS] = { 0 };
-	uint8_t *data = (uint8_t *)r->mb + SIVSHM_MBOX_SIZE;
-	uint64_t seq;
-	int err;
-
-	seq = __atomic_load_n(&r->mb->resp_seq, __ATOMIC_ACQUIRE) + 1;
-	for (;; seq++) {
-		err = wait_request(r, seq, req);
-		if (err) {
-			fprintf(stderr, "reducer %u: no request %llu: %s\n",
-				r->id, (unsigned long long)seq, strerror(-err));
-			return err;
-		}
-		if (req[0] == CC_EXIT) {
-			answer(r, seq, resp);
-			return 0;
-		}
-		if (req[0] != CC_COUNT ||
-		    req[1] > r->slice - SIVSHM_MBOX_SIZE || req[2] > 255) {
-			fprintf(stderr, "reducer %u: bad request %llu\n", r->id,
-				(unsigned long long)seq);
-			return -EPROTO;
-		}
-		resp[0] = cc_count(data, req[1], req[2]);
-		answer(r, seq, resp);
-	}
-}
+static const struct cc_reducer_ops ivshmem_reducer_ops = {
+	.wait = wait_request,
+	.ring = ring,
+};
 
 int main(int argc, char **argv)
 {
@@ -188,7 +164,10 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ 0 }
 	};
-	struct reducer r = { .timeout_ms = 60000, .ring = -1 };
+	struct reducer r = {
+		.r = { .ops = &ivshmem_reducer_ops }, .timeout_ms = 60000,
+		.ring = -1,
+	};
 	const char *path = NULL;
 	unsigned long id = 0;
 	int c, err;
@@ -200,7 +179,7 @@ int main(int argc, char **argv)
 		case 'm':
 			if (strcmp(optarg, "irq") && strcmp(optarg, "poll"))
 				usage();
-			r.irq = !strcmp(optarg, "irq");
+			r.r.irq = !strcmp(optarg, "irq");
 			break;
 		case 't': r.timeout_ms = atoi(optarg); break;
 		default: usage();
@@ -209,14 +188,14 @@ int main(int argc, char **argv)
 	if (optind != argc || !path || !id || id >= IVC_DIR_SLOTS ||
 	    r.timeout_ms <= 0)
 		usage();
-	r.id = id;
+	r.r.id = id;
 
 	err = open_reducer(&r, path);
 	if (err)
-		fprintf(stderr, "reducer %u: cannot join %s: %s\n", r.id, path,
+		fprintf(stderr, "reducer %u: cannot join %s: %s\n", r.r.id, path,
 			strerror(-err));
 	else
-		err = serve(&r);
+		err = cc_serve(&r.r);
 	if (r.region)
 		munmap(r.region, r.ivc.shm_size);
 	ivc_close(&r.ivc);

@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,53 +28,43 @@
 #include "sivshm.h"
 
 struct job {
+	struct cc_slots s;
 	struct sivshm *sh;
-	uint32_t nreducers;
-	uint32_t nthreads;
-	uint64_t cap;		/* data bytes per slot per round */
-	uint64_t total;		/* input bytes */
-	uint64_t rounds;
-	const uint8_t *file;	/* the mapped input file, or NULL */
-	uint64_t seed;
-	uint8_t ch;
-	int irq;
-	int timeout_ms;
 };
 
-struct worker {
-	struct job *job;
-	pthread_t thread;
-	uint32_t index;
-	uint8_t *buf;		/* the application buffer for random input */
-	uint64_t count;		/* what the reducers answered */
-	uint64_t direct;	/* what we counted ourselves */
-	uint64_t xfer_ns;
-	uint64_t resp_ns;
-	int err;
-};
-
-static struct sivshm_mbox *mbox(struct job *job, uint32_t j)
+static struct job *job_of(struct cc_slots *s)
 {
-	return sivshm_slot(job->sh, j);
+	return cc_container_of(s, struct job, s);
+}
+
+static struct sivshm_mbox *mbox(struct cc_slots *s, uint32_t j)
+{
+	return sivshm_slot(job_of(s)->sh, j);
+}
+
+static void ring(struct cc_slots *s, uint32_t j)
+{
+	sivshm_notify(job_of(s)->sh, j, CC_VECTOR);
 }
 
 /* Wait for reducer @j's answer to @seq. */
-static int wait_response(struct job *job, uint32_t j, uint64_t seq,
-			 uint64_t *resp)
+static int wait_response(struct cc_slots *s, uint32_t j, uint64_t seq,
+			 int timeout_ms, uint64_t *resp)
 {
 	struct pollfd pfd = {
-		.fd = sivshm_eventfd(job->sh, j, CC_VECTOR), .events = POLLIN,
+		.fd = sivshm_eventfd(job_of(s)->sh, j, CC_VECTOR),
+		.events = POLLIN,
 	};
 	int waited = 0;
 	uint64_t cnt;
 
-	if (!job->irq)
-		return sivshm_mbox_wait_response(mbox(job, j), seq,
-						 job->timeout_ms, resp);
+	if (!s->irq)
+		return sivshm_mbox_wait_response(mbox(s, j), seq, timeout_ms,
+						 resp);
 	for (;;) {
-		if (!sivshm_mbox_wait_response(mbox(job, j), seq, 0, resp))
+		if (!sivshm_mbox_wait_response(mbox(s, j), seq, 0, resp))
 			return 0;
-		if (waited >= job->timeout_ms)
+		if (waited >= timeout_ms)
 			return -ETIMEDOUT;
 		if (poll(&pfd, 1, 100) == 1 &&
 		    read(pfd.fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
@@ -84,78 +73,11 @@ static int wait_response(struct job *job, uint32_t j, uint64_t seq,
 	}
 }
 
-static void post(struct job *job, uint32_t j, uint64_t seq,
-		 uint64_t cmd, uint64_t len)
-{
-	uint64_t req[SIVSHM_MBOX_WORDS] = { cmd, len, job->ch };
-
-	sivshm_mbox_post_request(mbox(job, j), seq, req);
-	/* A reducer that is away re-reads its mailbox when it comes back. */
-	if (job->irq)
-		sivshm_notify(job->sh, j, CC_VECTOR);
-}
-
-static void *worker_run(void *arg)
-{
-	struct worker *w = arg;
-	struct job *job = w->job;
-	uint64_t resp[SIVSHM_MBOX_WORDS];
-	uint64_t len[SIVSHM_MAX_REDUCERS + 1];
-
-	for (uint64_t r = 0; r < job->rounds && !w->err; r++) {
-		uint64_t seq = r + 1, t0;
-
-		for (uint32_t j = 1 + w->index; j <= job->nreducers;
-		     j += job->nthreads) {
-			uint64_t k = r * job->nreducers + (j - 1);
-			const uint8_t *src;
-
-			len[j] = cc_chunk_len(k, job->cap, job->total);
-			if (job->file) {
-				src = job->file + k * job->cap;
-			} else {
-				cc_fill_random(w->buf, len[j], job->seed, k);
-				src = w->buf;
-			}
-			w->direct += cc_count(src, len[j], job->ch);
-
-			t0 = cc_now_ns();
-			memcpy((uint8_t *)mbox(job, j) + SIVSHM_MBOX_SIZE, src,
-			       len[j]);
-			post(job, j, seq, CC_COUNT, len[j]);
-			w->xfer_ns += cc_now_ns() - t0;
-		}
-
-		t0 = cc_now_ns();
-		for (uint32_t j = 1 + w->index; j <= job->nreducers;
-		     j += job->nthreads) {
-			w->err = wait_response(job, j, seq, resp);
-			if (w->err) {
-				fprintf(stderr, "charcount: reducer %u did not "
-					"answer round %llu: %s\n", j,
-					(unsigned long long)seq,
-					strerror(-w->err));
-				break;
-			}
-			/* Reducers are untrusted: an impossible count is an error. */
-			if (resp[0] > len[j]) {
-				fprintf(stderr, "charcount: reducer %u answered "
-					"%llu for %llu bytes\n", j,
-					(unsigned long long)resp[0],
-					(unsigned long long)len[j]);
-				w->err = -EPROTO;
-				break;
-			}
-			w->count += resp[0];
-		}
-		w->resp_ns += cc_now_ns() - t0;
-	}
-
-	/* Tell our reducers to exit, whatever happened. */
-	for (uint32_t j = 1 + w->index; j <= job->nreducers; j += job->nthreads)
-		post(job, j, job->rounds + 1, CC_EXIT, 0);
-	return NULL;
-}
+static const struct cc_slot_ops sivshm_slot_ops = {
+	.mbox = mbox,
+	.ring = ring,
+	.wait = wait_response,
+};
 
 static void usage(void)
 {
@@ -186,14 +108,19 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct sivshm_mapper_opts mo = { .nvectors = CC_NVECTORS };
-	struct job job = { .ch = 'a', .seed = 1, .timeout_ms = 60000 };
+	struct job job = {
+		.s = {
+			.cc = { .prog = "charcount", .ops = &cc_slot_transport,
+				.ch = 'a', .seed = 1, .timeout_ms = 60000 },
+			.ops = &sivshm_slot_ops,
+		},
+	};
+	struct cc_job *cc = &job.s.cc;
 	const char *data = NULL, *device = NULL;
-	struct worker *w;
 	struct sivshm_info info;
-	uint64_t t_open, t_ready, t_start, t_end, count = 0, direct = 0;
-	uint64_t xfer = 0, resp = 0, mask;
+	uint64_t t_open, t_ready, t_start, t_end, mask;
 	char name[64];
-	int c, err, fail = 0;
+	int c, err, fail;
 
 	snprintf(name, sizeof(name), "charcount-%d", getpid());
 	mo.name = name;
@@ -203,24 +130,24 @@ int main(int argc, char **argv)
 		case 'n': mo.nreducers = strtoul(optarg, NULL, 0); break;
 		case 'z': mo.size = cc_parse_size(optarg); break;
 		case 'd': data = optarg; break;
-		case 'r': job.total = cc_parse_size(optarg); break;
-		case 'S': job.seed = strtoull(optarg, NULL, 0); break;
-		case 'c': job.ch = optarg[0]; break;
+		case 'r': cc->total = cc_parse_size(optarg); break;
+		case 'S': cc->seed = strtoull(optarg, NULL, 0); break;
+		case 'c': cc->ch = optarg[0]; break;
 		case 'm':
 			if (strcmp(optarg, "irq") && strcmp(optarg, "poll"))
 				usage();
-			job.irq = !strcmp(optarg, "irq");
+			job.s.irq = !strcmp(optarg, "irq");
 			break;
-		case 't': job.nthreads = strtoul(optarg, NULL, 0); break;
+		case 't': cc->nthreads = strtoul(optarg, NULL, 0); break;
 		case 'l': mo.flags |= SIVSHM_MLOCK; break;
 		case 'N': mo.name = optarg; break;
-		case 'T': job.timeout_ms = atoi(optarg); break;
+		case 'T': cc->timeout_ms = atoi(optarg); break;
 		case 'D': device = optarg; break;
 		default: usage();
 		}
 	}
 	if ((!device && (!mo.socket_path || !mo.nreducers || !mo.size)) ||
-	    (!data && !job.total))
+	    (!data && !cc->total))
 		usage();
 
 	if (data) {
@@ -231,11 +158,11 @@ int main(int argc, char **argv)
 			perror(data);
 			return 1;
 		}
-		job.total = st.st_size;
-		job.file = job.total ? mmap(NULL, job.total, PROT_READ,
+		cc->total = st.st_size;
+		cc->file = cc->total ? mmap(NULL, cc->total, PROT_READ,
 					    MAP_PRIVATE, fd, 0) : NULL;
 		close(fd);
-		if (job.file == MAP_FAILED) {
+		if (cc->file == MAP_FAILED) {
 			perror("mmap");
 			return 1;
 		}
@@ -256,20 +183,17 @@ int main(int argc, char **argv)
 			"mapper's\n", device, info.id);
 		return 1;
 	}
-	job.nreducers = info.nreducers;
+	cc->nreducers = info.nreducers;
 	if (info.slice_size <= SIVSHM_MBOX_SIZE) {
 		fprintf(stderr, "charcount: a %llu-byte slice has no room for data\n",
 			(unsigned long long)info.slice_size);
 		return 1;
 	}
-	job.cap = info.slice_size - SIVSHM_MBOX_SIZE;
-	job.rounds = (job.total + job.cap * job.nreducers - 1) /
-		     (job.cap * job.nreducers);
-	if (!job.nthreads || job.nthreads > job.nreducers)
-		job.nthreads = job.nreducers < 4 ? job.nreducers : 4;
+	cc->cap = info.slice_size - SIVSHM_MBOX_SIZE;
+	cc_plan(cc);
 
-	mask = ((1ULL << job.nreducers) - 1) << 1;
-	err = sivshm_wait_peers(job.sh, mask, job.timeout_ms);
+	mask = ((1ULL << cc->nreducers) - 1) << 1;
+	err = sivshm_wait_peers(job.sh, mask, cc->timeout_ms);
 	if (err) {
 		fprintf(stderr, "charcount: not every reducer connected: %s\n",
 			strerror(-err));
@@ -277,52 +201,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	t_ready = cc_now_ns();
-	/* Fault the slots in now: Xfer measures copying, not page faults. */
-	for (uint32_t j = 1; j <= job.nreducers; j++)
-		memset((uint8_t *)mbox(&job, j) + SIVSHM_MBOX_SIZE, 0, job.cap);
-	t_start = cc_now_ns();
-	printf("charcount: %u reducers ready in %.1f ms; %llu bytes in %llu "
-	       "rounds of %llu-byte slots, %s mode, %u threads\n",
-	       job.nreducers, (t_ready - t_open) / 1e6,
-	       (unsigned long long)job.total, (unsigned long long)job.rounds,
-	       (unsigned long long)info.slice_size, job.irq ? "irq" : "poll",
-	       job.nthreads);
+	t_start = cc_slots_ready(&job.s, info.slice_size, t_ready - t_open);
 
-	w = calloc(job.nthreads, sizeof(*w));
-	for (uint32_t t = 0; t < job.nthreads; t++) {
-		w[t].job = &job;
-		w[t].index = t;
-		if (!job.file)
-			w[t].buf = malloc(job.cap);
-		if (pthread_create(&w[t].thread, NULL, worker_run, &w[t])) {
-			fprintf(stderr, "charcount: cannot start threads\n");
-			return 1;
-		}
-	}
-	for (uint32_t t = 0; t < job.nthreads; t++) {
-		pthread_join(w[t].thread, NULL);
-		count += w[t].count;
-		direct += w[t].direct;
-		xfer = w[t].xfer_ns > xfer ? w[t].xfer_ns : xfer;
-		resp = w[t].resp_ns > resp ? w[t].resp_ns : resp;
-		fail |= w[t].err != 0;
-		free(w[t].buf);
-	}
+	fail = cc_run(cc) != 0;
 	t_end = cc_now_ns();
 
 	/* Let the reducers read their exit request before the region goes. */
-	job.timeout_ms = 5000;
-	for (uint32_t j = 1; j <= job.nreducers && !fail; j++)
-		wait_response(&job, j, job.rounds + 1, (uint64_t[SIVSHM_MBOX_WORDS]){ 0 });
+	for (uint32_t j = 1; j <= cc->nreducers && !fail; j++)
+		wait_response(&job.s, j, cc->rounds + 1, 5000,
+			      (uint64_t[SIVSHM_MBOX_WORDS]){ 0 });
 
-	free(w);
 	sivshm_close(job.sh);
-	return cc_report(&(struct cc_result) {
-		.prog = "charcount", .mode = job.irq ? "irq" : "poll",
-		.ch = job.ch, .nreducers = job.nreducers,
-		.nthreads = job.nthreads, .bytes = job.total, .count = count,
-		.direct = direct, .xfer_ns = xfer, .resp_ns = resp,
-		.job_ns = t_end - t_start, .ready_ns = t_ready - t_open,
-		.fail = fail,
-	});
+	return cc_report(cc, job.s.irq ? "irq" : "poll", t_end - t_start,
+			 t_ready - t_open, fail);
 }

@@ -24,24 +24,46 @@ static void usage(void)
 	exit(2);
 }
 
-/* Wait for request @seq: spin in polling mode, sleep on vector 0 in irq. */
-static int wait_request(struct sivshm *sh, struct sivshm_mbox *mb,
-			uint64_t seq, int irq, int timeout_ms, uint64_t *req)
+struct reducer {
+	struct cc_reducer r;
+	struct sivshm *sh;
+	int timeout_ms;
+};
+
+static struct reducer *reducer_of(struct cc_reducer *r)
 {
+	return cc_container_of(r, struct reducer, r);
+}
+
+/* Wait for request @seq: spin in polling mode, sleep on vector 0 in irq. */
+static int wait_request(struct cc_reducer *r, uint64_t seq, uint64_t *req)
+{
+	struct reducer *red = reducer_of(r);
 	int waited = 0;
 
-	if (!irq)
-		return sivshm_mbox_wait_request(mb, seq, timeout_ms, req);
+	if (!r->irq)
+		return sivshm_mbox_wait_request(r->mb, seq, red->timeout_ms,
+						req);
 	for (;;) {
-		if (!sivshm_mbox_wait_request(mb, seq, 0, req))
+		if (!sivshm_mbox_wait_request(r->mb, seq, 0, req))
 			return 0;
-		if (timeout_ms >= 0 && waited >= timeout_ms)
+		if (red->timeout_ms >= 0 && waited >= red->timeout_ms)
 			return -ETIMEDOUT;
 		/* Short waits: an interrupt lost while we were away is no hang. */
-		sivshm_wait(sh, CC_VECTOR, 100, NULL);
+		sivshm_wait(red->sh, CC_VECTOR, 100, NULL);
 		waited += 100;
 	}
 }
+
+static void ring(struct cc_reducer *r)
+{
+	sivshm_notify(reducer_of(r)->sh, 0, CC_VECTOR);
+}
+
+static const struct cc_reducer_ops sivshm_reducer_ops = {
+	.wait = wait_request,
+	.ring = ring,
+};
 
 int main(int argc, char **argv)
 {
@@ -54,15 +76,14 @@ int main(int argc, char **argv)
 		{ "device", required_argument, NULL, 'D' },
 		{ 0 }
 	};
-	uint64_t req[SIVSHM_MBOX_WORDS], resp[SIVSHM_MBOX_WORDS] = { 0 };
+	struct reducer red = {
+		.r = { .ops = &sivshm_reducer_ops }, .timeout_ms = 60000,
+	};
 	const char *path = NULL, *device = NULL;
 	struct sivshm_info info;
-	struct sivshm_mbox *mb;
 	struct sivshm *sh;
 	uint32_t id = 0, flags = 0;
-	int irq = 0, timeout_ms = 60000, c, err;
-	uint64_t seq;
-	uint8_t *data;
+	int c, err;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -71,10 +92,10 @@ int main(int argc, char **argv)
 		case 'm':
 			if (strcmp(optarg, "irq") && strcmp(optarg, "poll"))
 				usage();
-			irq = !strcmp(optarg, "irq");
+			red.r.irq = !strcmp(optarg, "irq");
 			break;
 		case 'l': flags |= SIVSHM_MLOCK; break;
-		case 't': timeout_ms = atoi(optarg); break;
+		case 't': red.timeout_ms = atoi(optarg); break;
 		case 'D': device = optarg; break;
 		default: usage();
 		}
@@ -100,38 +121,11 @@ int main(int argc, char **argv)
 	printf("reducer %u: joined, %llu-byte slot\n", id,
 	       (unsigned long long)info.slice_size);
 	fflush(stdout);
-	mb = sivshm_slot(sh, id);
-	data = (uint8_t *)mb + SIVSHM_MBOX_SIZE;
-
-	/* Answer what is pending, if a previous incarnation left something. */
-	seq = __atomic_load_n(&mb->resp_seq, __ATOMIC_ACQUIRE) + 1;
-	for (;; seq++) {
-		err = wait_request(sh, mb, seq, irq, timeout_ms, req);
-		if (err) {
-			fprintf(stderr, "reducer %u: no request %llu: %s\n", id,
-				(unsigned long long)seq, strerror(-err));
-			sivshm_close(sh);
-			return 1;
-		}
-		if (req[0] == CC_EXIT) {
-			sivshm_mbox_post_response(mb, seq, resp);
-			if (irq)
-				sivshm_notify(sh, 0, CC_VECTOR);
-			break;
-		}
-		/* The mapper is trusted, but a length past the slot is a bug. */
-		if (req[0] != CC_COUNT ||
-		    req[1] > info.slice_size - SIVSHM_MBOX_SIZE) {
-			fprintf(stderr, "reducer %u: bad request %llu\n", id,
-				(unsigned long long)seq);
-			sivshm_close(sh);
-			return 1;
-		}
-		resp[0] = cc_count(data, req[1], req[2]);
-		sivshm_mbox_post_response(mb, seq, resp);
-		if (irq)
-			sivshm_notify(sh, 0, CC_VECTOR);
-	}
+	red.sh = sh;
+	red.r.mb = sivshm_slot(sh, id);
+	red.r.id = id;
+	red.r.cap = info.slice_size - SIVSHM_MBOX_SIZE;
+	err = cc_serve(&red.r);
 	sivshm_close(sh);
-	return 0;
+	return err ? 1 : 0;
 }

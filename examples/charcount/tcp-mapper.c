@@ -26,7 +26,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,28 +40,15 @@
 #define TCP_HELLO_MS	5000
 
 struct job {
-	uint32_t nreducers;
-	uint32_t nthreads;
-	uint64_t cap;		/* data bytes per chunk */
-	uint64_t total;		/* input bytes */
-	uint64_t rounds;
-	uint64_t seed;
-	uint8_t ch;
-	int timeout_ms;
+	struct cc_job cc;
 	int fd[SIVSHM_MAX_REDUCERS + 1];	/* reducer j's connection */
 };
 
-struct worker {
-	struct job *job;
-	pthread_t thread;
-	uint32_t index;
-	uint8_t *buf;
-	uint64_t count;
-	uint64_t direct;
-	uint64_t xfer_ns;
-	uint64_t resp_ns;
-	int err;
-};
+/* Reducer @j's connection. */
+static int conn(struct cc_job *cc, uint32_t j)
+{
+	return cc_container_of(cc, struct job, cc)->fd[j];
+}
 
 static int send_chunk(int fd, uint64_t len, uint8_t ch, const void *data)
 {
@@ -76,80 +62,34 @@ static int send_chunk(int fd, uint64_t len, uint8_t ch, const void *data)
 	return tcp_send_all(fd, data, len, 0);
 }
 
-/* Reducer @j's count for a @len-byte chunk; it is untrusted, so bounded. */
-static int recv_count(struct job *job, uint32_t j, uint64_t len,
-		      uint64_t *count)
+static int tcp_send(struct cc_job *cc, uint32_t j, uint64_t seq,
+		    const uint8_t *src, uint64_t len)
+{
+	return send_chunk(conn(cc, j), len, cc->ch, src);
+}
+
+/* Reducer @j's count; the pool bounds it. */
+static int tcp_recv(struct cc_job *cc, uint32_t j, uint64_t seq,
+		    uint64_t *count)
 {
 	uint64_t le;
-	int err = tcp_recv_all(job->fd[j], &le, sizeof(le));
+	int err = tcp_recv_all(conn(cc, j), &le, sizeof(le));
 
-	if (err) {
-		fprintf(stderr, "charcount-tcp: reducer %u did not answer: "
-			"%s\n", j, strerror(-err));
-		return err;
-	}
-	*count = le64toh(le);
-	if (*count > len) {
-		fprintf(stderr, "charcount-tcp: reducer %u answered %llu for "
-			"%llu bytes\n", j, (unsigned long long)*count,
-			(unsigned long long)len);
-		return -EPROTO;
-	}
-	return 0;
+	if (!err)
+		*count = le64toh(le);
+	return err;
 }
 
-/* Send round @r's chunks to this thread's reducers; their lengths in @len. */
-static int send_round(struct worker *w, uint64_t r, uint64_t *len)
+static void tcp_stop(struct cc_job *cc, uint32_t j, uint64_t seq)
 {
-	struct job *job = w->job;
-
-	for (uint32_t j = 1 + w->index; j <= job->nreducers;
-	     j += job->nthreads) {
-		uint64_t k = r * job->nreducers + (j - 1), t0;
-		int err;
-
-		len[j] = cc_chunk_len(k, job->cap, job->total);
-		cc_fill_random(w->buf, len[j], job->seed, k);
-		w->direct += cc_count(w->buf, len[j], job->ch);
-
-		t0 = cc_now_ns();
-		err = send_chunk(job->fd[j], len[j], job->ch, w->buf);
-		w->xfer_ns += cc_now_ns() - t0;
-		if (err) {
-			fprintf(stderr, "charcount-tcp: cannot send to reducer "
-				"%u: %s\n", j, strerror(-err));
-			return err;
-		}
-	}
-	return 0;
+	send_chunk(conn(cc, j), TCP_EXIT, 0, NULL);
 }
 
-static void *worker_run(void *arg)
-{
-	struct worker *w = arg;
-	struct job *job = w->job;
-	uint64_t len[SIVSHM_MAX_REDUCERS + 1], cnt, t0;
-
-	for (uint64_t r = 0; r < job->rounds && !w->err; r++) {
-		w->err = send_round(w, r, len);
-		if (w->err)
-			break;
-		t0 = cc_now_ns();
-		for (uint32_t j = 1 + w->index; j <= job->nreducers;
-		     j += job->nthreads) {
-			w->err = recv_count(job, j, len[j], &cnt);
-			if (w->err)
-				break;
-			w->count += cnt;
-		}
-		w->resp_ns += cc_now_ns() - t0;
-	}
-
-	/* Tell our reducers to exit, whatever happened. */
-	for (uint32_t j = 1 + w->index; j <= job->nreducers; j += job->nthreads)
-		send_chunk(job->fd[j], TCP_EXIT, 0, NULL);
-	return NULL;
-}
+static const struct cc_transport tcp_ops = {
+	.send = tcp_send,
+	.recv = tcp_recv,
+	.stop = tcp_stop,
+};
 
 static int listen_loopback(uint16_t port)
 {
@@ -190,7 +130,7 @@ static void print_port(int lfd)
 static int hello(struct job *job, int fd)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	uint64_t cap = htole64(job->cap);
+	uint64_t cap = htole64(job->cc.cap);
 	int one = 1, err;
 	uint32_t le, j;
 
@@ -202,13 +142,13 @@ static int hello(struct job *job, int fd)
 	if (err)
 		return err;
 	j = le32toh(le);
-	if (j < 1 || j > job->nreducers || job->fd[j] >= 0) {
+	if (j < 1 || j > job->cc.nreducers || job->fd[j] >= 0) {
 		fprintf(stderr, "charcount-tcp: refusing reducer id %u\n", j);
 		return -EPROTO;
 	}
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
 		return -errno;
-	err = tcp_set_timeouts(fd, job->timeout_ms);
+	err = tcp_set_timeouts(fd, job->cc.timeout_ms);
 	if (!err)
 		err = tcp_send_all(fd, &cap, sizeof(cap), 0);
 	if (err)
@@ -219,11 +159,11 @@ static int hello(struct job *job, int fd)
 
 static int accept_reducers(struct job *job, int lfd)
 {
-	uint64_t deadline = cc_now_ns() + job->timeout_ms * 1000000ULL;
+	uint64_t deadline = cc_now_ns() + job->cc.timeout_ms * 1000000ULL;
 	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
 	uint32_t in = 0;
 
-	while (in < job->nreducers) {
+	while (in < job->cc.nreducers) {
 		uint64_t now = cc_now_ns();
 		int fd, ret;
 
@@ -254,7 +194,7 @@ static void drain(struct job *job)
 {
 	char c;
 
-	for (uint32_t j = 1; j <= job->nreducers; j++) {
+	for (uint32_t j = 1; j <= job->cc.nreducers; j++) {
 		if (job->fd[j] < 0)
 			continue;
 		shutdown(job->fd[j], SHUT_WR);
@@ -266,41 +206,6 @@ static void drain(struct job *job)
 	}
 }
 
-static int run_workers(struct job *job, uint64_t *count, uint64_t *direct,
-		       uint64_t *xfer, uint64_t *resp)
-{
-	struct worker *w = calloc(job->nthreads, sizeof(*w));
-	uint32_t started = 0;
-	int fail = 0;
-
-	if (!w)
-		return -ENOMEM;
-	for (; started < job->nthreads; started++) {
-		w[started].job = job;
-		w[started].index = started;
-		w[started].buf = malloc(job->cap ? job->cap : 1);
-		if (!w[started].buf ||
-		    pthread_create(&w[started].thread, NULL, worker_run,
-				   &w[started])) {
-			free(w[started].buf);
-			fprintf(stderr, "charcount-tcp: cannot start threads\n");
-			fail = 1;
-			break;
-		}
-	}
-	for (uint32_t t = 0; t < started; t++) {
-		pthread_join(w[t].thread, NULL);
-		*count += w[t].count;
-		*direct += w[t].direct;
-		*xfer = w[t].xfer_ns > *xfer ? w[t].xfer_ns : *xfer;
-		*resp = w[t].resp_ns > *resp ? w[t].resp_ns : *resp;
-		fail |= w[t].err != 0;
-		free(w[t].buf);
-	}
-	free(w);
-	return fail ? -EIO : 0;
-}
-
 static void usage(void)
 {
 	fprintf(stderr,
@@ -310,7 +215,7 @@ static void usage(void)
 	exit(2);
 }
 
-static void parse_args(int argc, char **argv, struct job *job,
+static void parse_args(int argc, char **argv, struct cc_job *job,
 		       uint64_t *size, unsigned long *port)
 {
 	static const struct option opts[] = {
@@ -346,7 +251,7 @@ static void parse_args(int argc, char **argv, struct job *job,
 }
 
 /* The chunk a slot would hold, and the rounds; 0, or -EINVAL if none fits. */
-static int geometry(struct job *job, uint64_t size)
+static int geometry(struct cc_job *job, uint64_t size)
 {
 	uint64_t slice = size / (job->nreducers + 1) & ~4095ULL;
 
@@ -356,38 +261,23 @@ static int geometry(struct job *job, uint64_t size)
 		return -EINVAL;
 	}
 	job->cap = slice - SIVSHM_MBOX_SIZE;
-	job->rounds = (job->total + job->cap * job->nreducers - 1) /
-		      (job->cap * job->nreducers);
-	if (!job->nthreads || job->nthreads > job->nreducers)
-		job->nthreads = job->nreducers < 4 ? job->nreducers : 4;
+	cc_plan(job);
 	return 0;
-}
-
-static void report(struct job *job, uint64_t count, uint64_t direct,
-		   int fail, uint64_t xfer, uint64_t resp, uint64_t job_ns,
-		   uint64_t ready_ns)
-{
-	struct cc_result r = {
-		.prog = "charcount-tcp", .mode = "tcp", .ch = job->ch,
-		.nreducers = job->nreducers, .nthreads = job->nthreads,
-		.bytes = job->total, .count = count, .direct = direct,
-		.xfer_ns = xfer, .resp_ns = resp, .job_ns = job_ns,
-		.ready_ns = ready_ns, .fail = fail,
-	};
-
-	cc_report(&r);
 }
 
 int main(int argc, char **argv)
 {
-	struct job job = { .ch = 'a', .seed = 1, .timeout_ms = 60000 };
+	struct job job = {
+		.cc = { .prog = "charcount-tcp", .ops = &tcp_ops, .ch = 'a',
+			.seed = 1, .timeout_ms = 60000 },
+	};
+	struct cc_job *cc = &job.cc;
 	uint64_t size = 0, t_listen, t_ready, t_end;
-	uint64_t count = 0, direct = 0, xfer = 0, resp = 0;
 	unsigned long port = 0;
 	int lfd, err;
 
-	parse_args(argc, argv, &job, &size, &port);
-	if (geometry(&job, size))
+	parse_args(argc, argv, cc, &size, &port);
+	if (geometry(cc, size))
 		return 1;
 	for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
 		job.fd[j] = -1;
@@ -412,14 +302,13 @@ int main(int argc, char **argv)
 	t_ready = cc_now_ns();
 	printf("charcount-tcp: %u reducers ready in %.1f ms; %llu bytes in "
 	       "%llu rounds of %llu-byte chunks, %u threads\n",
-	       job.nreducers, (t_ready - t_listen) / 1e6,
-	       (unsigned long long)job.total, (unsigned long long)job.rounds,
-	       (unsigned long long)job.cap, job.nthreads);
+	       cc->nreducers, (t_ready - t_listen) / 1e6,
+	       (unsigned long long)cc->total, (unsigned long long)cc->rounds,
+	       (unsigned long long)cc->cap, cc->nthreads);
 
-	err = run_workers(&job, &count, &direct, &xfer, &resp);
+	err = cc_run(cc);
 	t_end = cc_now_ns();
 	drain(&job);
-	report(&job, count, direct, err != 0, xfer, resp, t_end - t_ready,
-	       t_ready - t_listen);
-	return count == direct && !err ? 0 : 1;
+	return cc_report(cc, "tcp", t_end - t_ready, t_ready - t_listen,
+			 err != 0);
 }
