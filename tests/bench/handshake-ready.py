@@ -35,14 +35,12 @@ Usage: handshake-ready.py [--builddir DIR] [--reducers 1,3,7,15,31]
 import os
 import socket
 import subprocess
-import sys
 import time
 
 import ready
+import vmtest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "vm"))
-import vmtest  # noqa: E402
 
 SLOT = 4                        # PCI slot of the shared-memory device
 RING_WAIT_S = 0.005             # how long a ring may take to show

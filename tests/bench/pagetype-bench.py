@@ -16,10 +16,8 @@ pagetype-bench-qemu.csv; it asserts nothing but that they ran."""
 import os
 import re
 import sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-from vmtest import Guest, boot, builddir, nested, nested_result  # noqa: E402
-from pagetype import host, iommu_host  # noqa: E402
+from vmtest import Guest, boot, builddir, nested, nested_result
+from pagetype import host, iommu_host
 
 N = int(os.environ.get("PAGETYPE_BENCH_N", "100000"))
 DMA_FRAMES = int(os.environ.get("PAGETYPE_BENCH_DMA_FRAMES", "4096"))

@@ -32,10 +32,8 @@ import re
 import shutil
 import subprocess
 import sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-from vmtest import Guest, boot, builddir, nested, nested_result  # noqa: E402
-from pibooster import EDU, HELPERS, IOMMU_L1, KO, STORM  # noqa: E402
+from vmtest import Guest, boot, builddir, nested, nested_result
+from pibooster import EDU, HELPERS, IOMMU_L1, KO, STORM
 ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "5"))
 PER_ROUND = int(os.environ.get("PIBOOSTER_BENCH_N", "10"))
 PHASE = int(os.environ.get("PIBOOSTER_BENCH_PHASE", "30"))

@@ -1,17 +1,15 @@
 #!/usr/bin/env python3
 """Unit tests of the VM harness's host side: the result-channel framing,
 the splat scanner, in-tree module dependency resolution and the bounds
-boot() accepts."""
+boot() accepts.  Run by tests/runtests.py, which puts the harness on
+PYTHONPATH."""
 
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-from vmtest import (FrameError, HarnessError, Result, boot,  # noqa
-                    encode_frame, emulator_fault, find_splats,
-                    nested_result, parse_frames, resolve_modules)
+from vmtest import (FrameError, HarnessError, Result, boot, encode_frame,
+                    emulator_fault, find_splats, nested_result, parse_frames,
+                    resolve_modules)
 
 
 def channel(*frames):

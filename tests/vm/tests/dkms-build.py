@@ -6,9 +6,7 @@ patches the kernel, runs a fork storm and unloads clean."""
 
 import os
 import shutil
-import sys
 import tempfile
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, boot, builddir, check, main
 from dkms import dkms_build
 from pibooster import HELPERS, STORM, check_unload

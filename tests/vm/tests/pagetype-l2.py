@@ -16,10 +16,7 @@ Level 1 once froze at random with a level-2 Linux attached to
 kvm_pagetype; a level 1 that dies or hangs is tried again, twice at most
 (docs/testing.md, "Level-2 Linux guests")."""
 
-import os
 import re
-import sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import (Guest, boot, builddir, check, main, nested,  # noqa
                     nested_result)
 

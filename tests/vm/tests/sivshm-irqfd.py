@@ -19,10 +19,7 @@ atomic ... 0x00110001").  Such a run says nothing of the code under test
 and is tried again (nested()'s emulator_retries); any other failure fails
 at once."""
 
-import os
 import re
-import sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, builddir, check, main, nested, nested_result
 from sivshm import Service, pingpong_scripts
 
