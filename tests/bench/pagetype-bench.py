@@ -62,8 +62,9 @@ def qemu_rows():
                 "insmod /lib/modules/extra/kvm_pagetype.ko\n"
                 "run_l2\n", l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
-                l2_timeout=1500, emulator_retries=2)
-    r2 = nested_result(boot(l1, timeout=1800), "pagetype-bench-l2")
+                l2_timeout=1500)
+    r2 = nested_result(boot(l1, timeout=1800, emulator_retries=2),
+                       "pagetype-bench-l2")
     ns = dict(re.findall(r"bench (\S+) (\d+)",
                          r2.dmesg.decode(errors="replace")))
     if r2.outcome != "pass" or len(ns) != 3:

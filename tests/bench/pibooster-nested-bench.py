@@ -188,8 +188,8 @@ def main():
                                                "-msg", "timestamp=on"],
                 cmdline=IOMMU_L1["cmdline"], l2_collect=["/tmp/host",
                                                          "/tmp/samples"],
-                l2_timeout=1500, emulator_retries=1)
-    r1 = boot(l1, timeout=1800)
+                l2_timeout=1500)
+    r1 = boot(l1, timeout=1800, emulator_retries=1)
     r2 = nested_result(r1, "pibooster-bench")
     if r1.outcome != "pass" or r2.outcome != "pass":
         print(r1.text())

@@ -211,7 +211,6 @@ class Budget(unittest.TestCase):
 
     class Guest:
         name = "l1"
-        emulator_retries = 2
 
     def setUp(self):
         self.saved = os.environ.get("SIVSHM_TEST_TIMEOUT")
@@ -226,13 +225,11 @@ class Budget(unittest.TestCase):
     def test_attempts_over_the_limit(self):
         with self.assertRaisesRegex(HarnessError, r"3 attempt\(s\) of 300 s "
                                     r"do not fit in the 600 s"):
-            boot(self.Guest(), timeout=300)
+            boot(self.Guest(), timeout=300, emulator_retries=2)
 
     def test_one_attempt_over_the_limit(self):
-        g = self.Guest()
-        g.emulator_retries = 0
         with self.assertRaises(HarnessError):
-            boot(g, timeout=601)
+            boot(self.Guest(), timeout=601)
 
 
 if __name__ == "__main__":

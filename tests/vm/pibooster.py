@@ -199,8 +199,8 @@ def run_nested(name, l2_script, l1_script, qemu_args, l2_programs=(),
     l1 = nested(l1_script, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
                 l2_collect=list(l2_collect), l2_timeout=l2_timeout,
-                emulator_retries=2, **l1_opts)
-    r1 = boot(l1, timeout=timeout)
+                **l1_opts)
+    r1 = boot(l1, timeout=timeout, emulator_retries=2)
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
     r2 = nested_result(r1, name)

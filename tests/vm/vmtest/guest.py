@@ -250,11 +250,11 @@ class Guest:
 CONSOLE_TAIL = 8
 
 
-def boot(guest, timeout=120, accel=None):
-    """Boot one guest, wait for it, and return its Result.  A nested level 1
-    made with emulator_retries is tried again when it failed through the
-    emulator, not through the code under test."""
-    attempts = getattr(guest, "emulator_retries", 0) + 1
+def boot(guest, timeout=120, accel=None, emulator_retries=0):
+    """Boot one guest, wait for it, and return its Result.  A nested level
+    1 that failed through the emulator (emulator_fault), not through the
+    code under test, is tried again, emulator_retries times at most."""
+    attempts = emulator_retries + 1
     budget = int(os.environ.get("SIVSHM_TEST_TIMEOUT") or 0)
     if budget and attempts * timeout > budget:
         raise HarnessError("%s: %d attempt(s) of %d s do not fit in the %d s "

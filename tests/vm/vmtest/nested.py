@@ -17,8 +17,7 @@ NESTED_ACCEL = ("-accel", "kvm", "-cpu", "host,-xsave")
 
 
 def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
-           l1_memory=2048, l2_timeout=180, l2_collect=(), emulator_retries=0,
-           **l1_opts):
+           l1_memory=2048, l2_timeout=180, l2_collect=(), **l1_opts):
     """A level-1 guest that boots level-2 guests with -enable-kvm under our
     QEMU.
 
@@ -35,10 +34,8 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
     guest's channel and console come back as file:NAME.channel and
     file:NAME.console, and the level-1 files in l2_collect (the level-2
     QEMUs' logs, say) as file:<basename>.  Check the outcome with
-    nested_result().
-
-    emulator_retries: boot() tries a level 1 that failed through TCG's
-    nested SVM (emulator_fault) again, this many times at most.
+    nested_result().  A level 1 that fails through TCG's nested SVM can be
+    tried again: boot()'s emulator_retries.
     """
     l2s = list(l2) if isinstance(l2, (list, tuple)) else [l2]
     qemu = env_path("SIVSHM_QEMU", "our qemu-system-x86_64")
@@ -123,7 +120,6 @@ wait_l2_console() {
                collect=collect + list(l2_collect), qemu_args=l1_args,
                machine=l1_machine, memory=l1_memory, **l1_opts)
     l1._staging = staging
-    l1.emulator_retries = emulator_retries
     return l1
 
 
