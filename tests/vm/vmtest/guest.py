@@ -139,7 +139,8 @@ class Guest:
     kmod_opts   {module name: "param=value ..."} for those modules
     modules     our .ko files, copied to /lib/modules/extra/
     programs    host binaries (static or not) copied to /bin
-    files       {guest path: host path (str) or content (bytes)}
+    files       {guest path: host path (str), content (bytes), or a
+                function that writes the file at the host path it is given}
     collect     guest paths sent back as file:<basename> frames
     qemu_args   extra QEMU arguments (devices, machine options)
     """
@@ -178,12 +179,16 @@ class Guest:
 
     def _put(self, root, guest_path, src):
         """Place src in the guest at guest_path: bytes are the content,
-        a str is the path of a host file to copy."""
+        a str is the path of a host file to copy, a function writes the
+        file at the path it is given."""
         dst = os.path.join(root, guest_path.lstrip("/"))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         if isinstance(src, bytes):
             with open(dst, "wb") as f:
                 f.write(src)
+            return dst
+        if callable(src):
+            src(dst)
             return dst
         if not os.path.exists(src):
             raise HarnessError("%s: %s is missing (not built?)"

@@ -1,9 +1,6 @@
 """Nested guests: a level-1 guest that boots level-2 guests with our QEMU
 and -enable-kvm, and the level-2 Results it carries back."""
 
-import os
-import tempfile
-
 from .env import env_path
 from .guest import Guest
 from .qemu import firmware_files, shared_libraries
@@ -46,14 +43,12 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
     for name, src in firmware_files().items():
         files["/usr/share/qemu/" + name] = src
     files["/l2/vmlinuz"] = l2s[0].kernel.vmlinuz
-    staging = tempfile.mkdtemp(prefix="vmtest-l2-")
     collect = []
     for g in l2s:
         if g.kernel.vmlinuz != l2s[0].kernel.vmlinuz:
             raise HarnessError("level-2 guests must share one kernel")
-        initrd = os.path.join(staging, g.name + ".cpio")
-        g.build_initramfs(initrd)
-        files["/l2/%s.cpio" % g.name] = initrd
+        # Built straight into level 1's root as that is staged.
+        files["/l2/%s.cpio" % g.name] = g.build_initramfs
         argv = g.qemu_argv("/usr/bin/qemu-system-x86_64", "/l2/vmlinuz",
                            "/l2/%s.cpio" % g.name, "/tmp/%s.channel" % g.name,
                            "/tmp/%s.console" % g.name, NESTED_ACCEL)
@@ -119,7 +114,6 @@ wait_l2_console() {
                kmods=["kvm", "kvm_amd"] + list(l1_kmods), files=files,
                collect=collect + list(l2_collect), qemu_args=l1_args,
                machine=l1_machine, memory=l1_memory, **l1_opts)
-    l1._staging = staging
     return l1
 
 
