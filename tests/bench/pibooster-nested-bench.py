@@ -174,7 +174,7 @@ def flush_rates(samples, qemu_times):
 
 
 def main():
-    l2 = Guest("pibooster-bench", HELPERS + L2_SCRIPT,
+    l2 = Guest("pibooster-bench", L2_SCRIPT, shell_libs=[HELPERS],
                modules=[builddir(*KO)], programs=[
                    builddir(*STORM), builddir("tests", "vm", "guest",
                                               "pt-lat")],

@@ -34,10 +34,12 @@ One job per module:
     guest.py   Guest (initramfs, QEMU and kernel command lines), boot()
     nested.py  level-1 guests that boot level-2 guests
     qmp.py     a QMP client
+
+The shell the guests run is in tests/vm/guest/*.sh.
 """
 
 from .env import builddir, env_path, log, logdir
-from .guest import (CONSOLE_TAIL, Guest, Kernel, boot, module_name,
+from .guest import (CONSOLE_TAIL, Guest, Kernel, boot, guest_sh, module_name,
                     resolve_modules)
 from .nested import NESTED_ACCEL, nested, nested_result
 from .qemu import (KVM_ACCEL, TCG_ACCEL, Running, firmware_files, host_accel,
@@ -50,7 +52,7 @@ from .result import (FAIL, FRAME_MAGIC, KVM_RUN_FAILED, PASS, RESULT_PORT,
 
 __all__ = [
     "builddir", "env_path", "log", "logdir",
-    "CONSOLE_TAIL", "Guest", "Kernel", "boot", "module_name",
+    "CONSOLE_TAIL", "Guest", "Kernel", "boot", "guest_sh", "module_name",
     "resolve_modules",
     "NESTED_ACCEL", "nested", "nested_result",
     "KVM_ACCEL", "TCG_ACCEL", "Running", "firmware_files", "host_accel",

@@ -1,10 +1,11 @@
 """The guest: the kernel it boots, what its initramfs holds (the in-tree
-modules it loads, our modules and programs, /init and the test's script),
-its QEMU command line and kernel command line; and boot(), which runs one
-and returns its Result."""
+modules it loads, our modules and programs, /init from
+tests/vm/guest/init.sh and the test's script), its QEMU command line and
+kernel command line; and boot(), which runs one and returns its Result."""
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -12,6 +13,16 @@ import tempfile
 from .env import env_path, log, logdir
 from .qemu import Running
 from .result import RESULT_PORT, HarnessError, emulator_fault
+
+# The shell the harness runs in guests (tests/vm/guest/*.sh).
+GUEST_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "guest")
+
+
+def guest_sh(name):
+    """The path of tests/vm/guest/@name, a shell file for the guests."""
+    return os.path.join(GUEST_DIR, name)
+
 
 def module_name(path):
     """kernel/arch/x86/kvm/kvm-amd.ko.xz -> kvm_amd"""
@@ -76,65 +87,13 @@ class Kernel:
             self.modules_builtin = ""
 
 
-INIT_SCRIPT = r"""#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-mkdir -p /dev/pts /dev/shm /tmp /run
-mount -t tmpfs tmp /tmp
-mount -t tmpfs shm /dev/shm
-while read -r m opts; do
-	insmod "/lib/modules/$(uname -r)/$m" $opts ||
-		echo "vmtest: insmod $m failed"
-done < /etc/vmtest/kmods
-
-port=
-i=0
-while [ -z "$port" ] && [ $i -lt 100 ]; do
-	for d in /sys/class/virtio-ports/*; do
-		[ "$(cat "$d/name" 2>/dev/null)" = "%(port)s" ] && port=/dev/${d##*/}
-	done
-	[ -n "$port" ] && [ -c "$port" ] || { port=; sleep 0.1; }
-	i=$((i + 1))
-done
-if [ -z "$port" ]; then
-	echo "vmtest: no result port %(port)s"
-	poweroff -f
-fi
-
-frame() {
-	printf 'SVT1 %%s %%d\n' "$1" "$(wc -c < "$2")"
-	cat "$2"
-	printf '\n'
-}
-
-echo "vmtest: running %(name)s"
-cd /tmp
-{ sh -e /etc/vmtest/test.sh; echo $? > /tmp/vmtest.status; } 2>&1 |
-	tee /tmp/vmtest.out
-status=$(cat /tmp/vmtest.status)
-echo "vmtest: %(name)s exited with $status"
-dmesg > /tmp/vmtest.dmesg
-echo "$status" > /tmp/vmtest.exit
-{
-	frame out /tmp/vmtest.out
-	frame dmesg /tmp/vmtest.dmesg
-	for f in $(cat /etc/vmtest/collect); do
-		[ -f "$f" ] && frame "file:${f##*/}" "$f"
-	done
-	printf 'SVT1 exit %%d\n%%s\n' "${#status}" "$status"
-} > "$port"
-%(after)s
-poweroff -f
-"""
-
-
 class Guest:
     """One guest: what its initramfs holds and how QEMU runs it.
 
     script      shell run by /init (sh -e); its exit status is the result
+    shell_libs  shell files (tests/vm/guest/*.sh) the script sources first,
+                from /etc/vmtest/lib/
+    env         {name: value} exported to the script
     kmods       in-tree modules to load at boot, dependencies resolved
     kmod_opts   {module name: "param=value ..."} for those modules
     modules     our .ko files, copied to /lib/modules/extra/
@@ -147,9 +106,12 @@ class Guest:
 
     def __init__(self, name, script, kmods=(), modules=(), programs=(),
                  files=None, collect=(), qemu_args=(), machine="pc",
-                 memory=512, smp=2, cmdline="", kernel=None, kmod_opts=None):
+                 memory=512, smp=2, cmdline="", kernel=None, kmod_opts=None,
+                 shell_libs=(), env=None):
         self.name = name
         self.script = script
+        self.shell_libs = list(shell_libs)
+        self.env = dict(env or {})
         self.kmods = ["virtio_pci", "virtio_console"] + list(kmods)
         self.kmod_opts = {k.replace("-", "_"): v
                           for k, v in (kmod_opts or {}).items()}
@@ -202,11 +164,18 @@ class Guest:
             os.makedirs(os.path.join(root, d), exist_ok=True)
         busybox = shutil.which("busybox") or "/bin/busybox"
         self._put(root, "/bin/busybox", busybox)
-        after = "exec sh </dev/console >/dev/console 2>&1" if self.hold else ""
-        init = INIT_SCRIPT % {"port": RESULT_PORT, "name": self.name,
-                              "after": after}
-        os.chmod(self._put(root, "/init", init.encode()), 0o755)
-        self._put(root, "/etc/vmtest/test.sh", self.script.encode())
+        os.chmod(self._put(root, "/init", guest_sh("init.sh")), 0o755)
+        env = dict(self.env, VMTEST_NAME=self.name, VMTEST_PORT=RESULT_PORT,
+                   VMTEST_HOLD="1" if self.hold else "")
+        self._put(root, "/etc/vmtest/env", "".join(
+            "%s=%s\n" % (k, shlex.quote(v)) for k, v in env.items()).encode())
+        sources = ""
+        for lib in self.shell_libs:
+            gpath = "/etc/vmtest/lib/" + os.path.basename(lib)
+            self._put(root, gpath, lib)
+            sources += ". %s\n" % gpath
+        self._put(root, "/etc/vmtest/test.sh",
+                  (sources + self.script).encode())
         self._put(root, "/etc/vmtest/collect",
                   "".join(p + "\n" for p in self.collect).encode())
         kmods = resolve_modules(self.kernel.modules_dep, self.kmods,

@@ -1,8 +1,9 @@
 """Nested guests: a level-1 guest that boots level-2 guests with our QEMU
-and -enable-kvm, and the level-2 Results it carries back."""
+and -enable-kvm (the functions of tests/vm/guest/level1.sh), and the
+level-2 Results it carries back."""
 
 from .env import env_path
-from .guest import Guest
+from .guest import Guest, guest_sh
 from .qemu import firmware_files, shared_libraries
 from .result import KVM_RUN_FAILED, HarnessError, Result
 
@@ -20,7 +21,7 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
 
     l2 is a Guest or a list of them.  Level 1 carries our QEMU, its shared
     libraries and firmware, and each level-2 guest's kernel and initramfs;
-    l1_script runs with these defined:
+    l1_script runs with the functions of tests/vm/guest/level1.sh defined:
         run_l2 [NAME]     boot NAME (default: the first) and wait for it
         start_l2 NAME     boot NAME in the background
         wait_l2           wait for every guest start_l2 booted
@@ -56,65 +57,14 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
             "'%s'" % a.replace("'", "'\\''") for a in argv) + "\n").encode()
         collect += ["/tmp/%s.%s" % (g.name, what) for what in
                     ("channel", "console", "stderr", "status")]
-    script = (r"""# Seconds since level 1 booted, from the clock: a loop's own ticks
-# under TCG run slower than they say.
-now() { local t _; read t _ </proc/uptime; echo ${t%%.*}; }
-run_l2() {
-	n=${1:-%(first)s}
-	sh "/l2/$n.sh" 2> "/tmp/$n.stderr" &
-	pid=$!
-	echo "vmtest: level 2 $n started" >/dev/kmsg
-	local end
-	end=$(($(now) + %(t)d))
-	while kill -0 $pid 2>/dev/null; do
-		# A guest KVM refuses to run is stopped, not ended, by QEMU.
-		if grep -q "%(failed)s" "/tmp/$n.stderr"; then
-			echo "vmtest: level 2 $n: KVM_RUN failed"
-			kill -9 $pid 2>/dev/null || true
-			break
-		fi
-		if [ $(now) -ge $end ]; then
-			echo "vmtest: level 2 $n: no end within %(t)d s"
-			kill -9 $pid 2>/dev/null || true
-			break
-		fi
-		sleep 0.2
-	done
-	status=0
-	wait $pid || status=$?
-	echo $status > "/tmp/$n.status"
-	echo "vmtest: level 2 $n ended: $status" >/dev/kmsg
-	[ $status -eq 0 ] || echo "vmtest: level 2 $n QEMU exited with $status"
-	cat "/tmp/$n.stderr"
-}
-l2_pids=
-start_l2() {
-	run_l2 "$1" &
-	l2_pids="$l2_pids $!"
-}
-wait_l2() {
-	for p in $l2_pids; do wait $p; done
-	l2_pids=
-}
-wait_l2_console() {
-	local end
-	end=$(($(now) + %(t)d))
-	until grep -q "$2" "/tmp/$1.console" 2>/dev/null; do
-		if [ -e "/tmp/$1.status" ] || [ $(now) -ge $end ]; then
-			grep -q "$2" "/tmp/$1.console" && return 0
-			echo "vmtest: level 2 $1: no '$2' on its console"
-			return 1
-		fi
-		sleep 0.2
-	done
-}
-""" % {"t": l2_timeout, "first": l2s[0].name,
-       "failed": KVM_RUN_FAILED}) + l1_script
-    l1 = Guest(l2s[0].name + "-l1", script,
-               kmods=["kvm", "kvm_amd"] + list(l1_kmods), files=files,
-               collect=collect + list(l2_collect), qemu_args=l1_args,
-               machine=l1_machine, memory=l1_memory, **l1_opts)
-    return l1
+    env = {"VMTEST_L2_TIMEOUT": str(l2_timeout),
+           "VMTEST_L2_FIRST": l2s[0].name,
+           "VMTEST_KVM_RUN_FAILED": KVM_RUN_FAILED}
+    return Guest(l2s[0].name + "-l1", l1_script,
+                 shell_libs=[guest_sh("level1.sh")], env=env,
+                 kmods=["kvm", "kvm_amd"] + list(l1_kmods), files=files,
+                 collect=collect + list(l2_collect), qemu_args=l1_args,
+                 machine=l1_machine, memory=l1_memory, **l1_opts)
 
 
 def nested_result(l1_result, l2_name):
