@@ -34,6 +34,7 @@ One job per module:
     guest.py   Guest (initramfs, QEMU and kernel command lines), boot()
     nested.py  level-1 guests that boot level-2 guests
     qmp.py     a QMP client
+    qtest.py   qtest and, on it, a PCI device's configuration (libqos)
 
 The shell the guests run is in tests/vm/guest/*.sh.
 """
@@ -44,7 +45,7 @@ from .guest import (CONSOLE_TAIL, Guest, Kernel, boot, guest_sh, module_name,
 from .nested import NESTED_ACCEL, nested, nested_result
 from .qemu import (KVM_ACCEL, TCG_ACCEL, Running, firmware_files, host_accel,
                    shared_libraries)
-from .qmp import Qmp
+from .qmp import Qmp, qmp_up
 from .result import (FAIL, FRAME_MAGIC, KVM_RUN_FAILED, PASS, RESULT_PORT,
                      SKIP, FrameError, HarnessError, Result, check,
                      emulator_fault, encode_frame, find_splats, main,
@@ -57,7 +58,7 @@ __all__ = [
     "NESTED_ACCEL", "nested", "nested_result",
     "KVM_ACCEL", "TCG_ACCEL", "Running", "firmware_files", "host_accel",
     "shared_libraries",
-    "Qmp",
+    "Qmp", "qmp_up",
     "FAIL", "FRAME_MAGIC", "KVM_RUN_FAILED", "PASS", "RESULT_PORT", "SKIP",
     "FrameError", "HarnessError", "Result", "check", "emulator_fault",
     "encode_frame", "find_splats", "main", "parse_frames", "skip",

@@ -1,11 +1,24 @@
 """QMP, QEMU's monitor protocol, on a unix socket: a client for tests and
-benches."""
+benches, and a probe of whether a QEMU answers at all yet."""
 
 import json
 import socket
 import time
 
 from .result import HarnessError
+
+
+def qmp_up(path):
+    """True once a QEMU answers its QMP greeting on @path."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(2)
+        s.connect(path)
+        return b"QMP" in s.recv(4096)
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 class Qmp:
