@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Unit tests of the VM harness's host side: the result-channel framing,
-the splat scanner, in-tree module dependency resolution and the bounds
-boot() accepts.  Run by tests/runtests.py, which puts the harness on
-PYTHONPATH."""
+the splat scanner, in-tree module dependency resolution, what a guest's
+root holds and the bounds boot() accepts.  Run by tests/runtests.py,
+which puts the harness on PYTHONPATH."""
 
 import os
+import subprocess
+import tempfile
 import unittest
 
-from vmtest import (FrameError, HarnessError, Result, boot, encode_frame,
-                    emulator_fault, find_splats, nested_result, parse_frames,
-                    resolve_modules)
+from vmtest import (FrameError, Guest, HarnessError, Result, boot,
+                    encode_frame, emulator_fault, find_splats, guest_sh,
+                    nested_result, parse_frames, resolve_modules)
 
 
 def channel(*frames):
@@ -202,6 +204,46 @@ class Modules(unittest.TestCase):
                          [])
         with self.assertRaises(HarnessError):
             resolve_modules(self.DEP, ["virtio_pci"])
+
+
+class Staging(unittest.TestCase):
+    """What a guest's root holds besides its programs: /init from
+    tests/vm/guest/init.sh, the values it passes the script in
+    /etc/vmtest/env, the shell libraries the script sources first, and
+    files a function writes (a level-2 initramfs)."""
+
+    class Kernel:
+        kver = "0"
+        moddir = "/nonexistent"
+        modules_dep = ""
+        modules_builtin = ("kernel/drivers/virtio/virtio_pci.ko\n"
+                           "kernel/drivers/char/virtio_console.ko\n")
+
+    def test_root(self):
+        lib = guest_sh("level1.sh")
+        g = Guest("t", "run_l2\n", kernel=self.Kernel(), shell_libs=[lib],
+                  env={"VMTEST_X": "a b'c $d"},
+                  files={"/l2/x": lambda p: open(p, "w").write("made")})
+        with tempfile.TemporaryDirectory() as root:
+            g._stage(root)
+
+            def read(path):
+                with open(os.path.join(root, path)) as f:
+                    return f.read()
+            with open(guest_sh("init.sh")) as f:
+                self.assertEqual(read("init"), f.read())
+            self.assertTrue(os.access(os.path.join(root, "init"), os.X_OK))
+            self.assertEqual(read("etc/vmtest/test.sh"),
+                             ". /etc/vmtest/lib/level1.sh\nrun_l2\n")
+            with open(lib) as f:
+                self.assertEqual(read("etc/vmtest/lib/level1.sh"), f.read())
+            self.assertEqual(read("l2/x"), "made")
+            env = os.path.join(root, "etc/vmtest/env")
+            out = subprocess.run(
+                ["sh", "-c", '. "$1"; printf "%s|%s|%s" "$VMTEST_X" '
+                 '"$VMTEST_NAME" "$VMTEST_PORT"', "sh", env],
+                check=True, capture_output=True, text=True).stdout
+            self.assertEqual(out, "a b'c $d|t|sivshm.result")
 
 
 class Budget(unittest.TestCase):
