@@ -1,8 +1,9 @@
 #!/bin/sh
 # The shell the VM harness runs in guests (tests/vm/guest/*.sh: /init, the
-# level-1 functions, the pibooster helpers) passes shellcheck.  busybox's
-# sh runs it: POSIX sh, and what busybox adds beyond it is allowed only
-# where a file says so, with its reason.
+# level-1 functions, the pibooster helpers, the kvm_pagetype hosts'
+# preamble) passes shellcheck.  busybox's sh runs it: POSIX sh, and what
+# busybox adds beyond it is allowed only where a file says so, with its
+# reason.
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
