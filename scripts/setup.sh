@@ -58,9 +58,9 @@ pkgs="$pkgs ninja-build meson python3 libglib2.0-dev libpixman-1-dev
 # unit tests: the fuzz harnesses (libFuzzer) and sanitizer builds
 pkgs="$pkgs clang libclang-rt-14-dev"
 # the VM test harness: initramfs, guest firmware, in-tree module handling;
-# linux-source for checkpatch.pl
+# linux-source for checkpatch.pl; shellcheck for the shell guests run
 pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms openssl
-	linux-source-6.1"
+	linux-source-6.1 shellcheck"
 # modules for the 6.12 kernel: its kbuild adds BTF to every module (pahole)
 pkgs="$pkgs dwarves"
 # make bench's plot of pibooster's flush rate

@@ -10,6 +10,8 @@ The last line printed is "N passed, N failed, N skipped".
 
 Usage: runtests.py [--builddir DIR] [--tier unit|vm]... [TEST...]
 A TEST is a path or a name (module-load, tests/vm/tests/module-load.py).
+Tests run with tests/vm on PYTHONPATH: they import the harness (vmtest) and
+its helpers (sivshm, pibooster, ...) from there.
 """
 
 import argparse
@@ -21,7 +23,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "vm"))
+# Where the harness and the tests' shared modules are, for this runner and
+# for every test it runs (PYTHONPATH in main()).
+VM_PATH = os.path.join(HERE, "vm")
+sys.path.insert(0, VM_PATH)
 import vmtest  # noqa: E402
 
 TIERS = {
@@ -137,7 +142,10 @@ def main():
             return 1
 
     env = dict(os.environ, SIVSHM_BUILDDIR=builddir,
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join(
+                   [VM_PATH] + [p for p in os.environ.get(
+                       "PYTHONPATH", "").split(os.pathsep) if p]))
     env.setdefault("SIVSHM_QEMU", os.path.join(
         builddir, "qemu-sivshm", "out", "bin", "qemu-system-x86_64"))
     env.setdefault("SIVSHM_KERNEL", os.path.join(builddir, "tests", "vm",

@@ -15,12 +15,11 @@ Usage: device-ready.py [--builddir DIR] [--reducers 1,3,7,15,31]
 """
 
 import os
-import socket
 import subprocess
 import time
 
 import ready
-
+from vmtest import qmp_up
 
 
 def qemu_argv(qemu, qmp, device):
@@ -28,19 +27,6 @@ def qemu_argv(qemu, qmp, device):
             "-m", "64", "-accel", "tcg", "-qmp",
             "unix:%s,server=on,wait=off" % qmp]
     return argv + device
-
-
-def qmp_up(path):
-    """True once QEMU answers its QMP greeting on @path."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(2)
-        s.connect(path)
-        return b"QMP" in s.recv(4096)
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def wait_ready(procs, qmps, deadline):

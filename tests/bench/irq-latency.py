@@ -47,10 +47,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-import vmtest  # noqa: E402
-from sivshm import Service, pingpong_scripts  # noqa: E402
+import vmtest
+from sivshm import Service, pingpong_scripts
 
 # vfio's type 1 IOMMU refuses a group without interrupt remapping, and
 # under KVM interrupt remapping needs the split irqchip.

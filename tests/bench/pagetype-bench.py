@@ -16,10 +16,8 @@ pagetype-bench-qemu.csv; it asserts nothing but that they ran."""
 import os
 import re
 import sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-from vmtest import Guest, boot, builddir, nested, nested_result  # noqa: E402
-from pagetype import host, iommu_host  # noqa: E402
+from vmtest import Guest, boot, builddir, nested, nested_result
+from pagetype import host, iommu_host
 
 N = int(os.environ.get("PAGETYPE_BENCH_N", "100000"))
 DMA_FRAMES = int(os.environ.get("PAGETYPE_BENCH_DMA_FRAMES", "4096"))
@@ -64,8 +62,9 @@ def qemu_rows():
                 "insmod /lib/modules/extra/kvm_pagetype.ko\n"
                 "run_l2\n", l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
-                l2_timeout=1500, emulator_retries=2)
-    r2 = nested_result(boot(l1, timeout=1800), "pagetype-bench-l2")
+                l2_timeout=1500)
+    r2 = nested_result(boot(l1, timeout=1800, emulator_retries=2),
+                       "pagetype-bench-l2")
     ns = dict(re.findall(r"bench (\S+) (\d+)",
                          r2.dmesg.decode(errors="replace")))
     if r2.outcome != "pass" or len(ns) != 3:

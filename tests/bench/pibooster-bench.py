@@ -14,10 +14,8 @@ nothing but that it ran."""
 import os
 import re
 import sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-from vmtest import boot, builddir  # noqa: E402
-from pibooster import guest  # noqa: E402
+from vmtest import boot, builddir
+from pibooster import guest
 
 ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "7"))
 PER_ROUND = int(os.environ.get("PIBOOSTER_BENCH_N", "20"))

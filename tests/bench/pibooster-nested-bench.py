@@ -32,10 +32,8 @@ import re
 import shutil
 import subprocess
 import sys
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-from vmtest import Guest, boot, builddir, nested, nested_result  # noqa: E402
-from pibooster import EDU, HELPERS, IOMMU_L1, KO, STORM  # noqa: E402
+from vmtest import Guest, boot, builddir, nested, nested_result
+from pibooster import EDU, HELPERS, IOMMU_L1, KO, STORM
 ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "5"))
 PER_ROUND = int(os.environ.get("PIBOOSTER_BENCH_N", "10"))
 PHASE = int(os.environ.get("PIBOOSTER_BENCH_PHASE", "30"))
@@ -176,7 +174,7 @@ def flush_rates(samples, qemu_times):
 
 
 def main():
-    l2 = Guest("pibooster-bench", HELPERS + L2_SCRIPT,
+    l2 = Guest("pibooster-bench", L2_SCRIPT, shell_libs=[HELPERS],
                modules=[builddir(*KO)], programs=[
                    builddir(*STORM), builddir("tests", "vm", "guest",
                                               "pt-lat")],
@@ -190,8 +188,8 @@ def main():
                                                "-msg", "timestamp=on"],
                 cmdline=IOMMU_L1["cmdline"], l2_collect=["/tmp/host",
                                                          "/tmp/samples"],
-                l2_timeout=1500, emulator_retries=1)
-    r1 = boot(l1, timeout=1800)
+                l2_timeout=1500)
+    r1 = boot(l1, timeout=1800, emulator_retries=1)
     r2 = nested_result(r1, "pibooster-bench")
     if r1.outcome != "pass" or r2.outcome != "pass":
         print(r1.text())

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Unit tests of the VM harness's host side: the result-channel framing,
-the splat scanner, in-tree module dependency resolution and the bounds
-boot() accepts."""
+the splat scanner, in-tree module dependency resolution, what a guest's
+root holds and the bounds boot() accepts.  Run by tests/runtests.py,
+which puts the harness on PYTHONPATH."""
 
 import os
-import sys
+import subprocess
+import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "vm"))
-from vmtest import (FrameError, HarnessError, Result, boot,  # noqa
-                    encode_frame, emulator_fault, find_splats,
+from vmtest import (FrameError, Guest, HarnessError, Result, boot,
+                    encode_frame, emulator_fault, find_splats, guest_sh,
                     nested_result, parse_frames, resolve_modules)
 
 
@@ -206,6 +206,46 @@ class Modules(unittest.TestCase):
             resolve_modules(self.DEP, ["virtio_pci"])
 
 
+class Staging(unittest.TestCase):
+    """What a guest's root holds besides its programs: /init from
+    tests/vm/guest/init.sh, the values it passes the script in
+    /etc/vmtest/env, the shell libraries the script sources first, and
+    files a function writes (a level-2 initramfs)."""
+
+    class Kernel:
+        kver = "0"
+        moddir = "/nonexistent"
+        modules_dep = ""
+        modules_builtin = ("kernel/drivers/virtio/virtio_pci.ko\n"
+                           "kernel/drivers/char/virtio_console.ko\n")
+
+    def test_root(self):
+        lib = guest_sh("level1.sh")
+        g = Guest("t", "run_l2\n", kernel=self.Kernel(), shell_libs=[lib],
+                  env={"VMTEST_X": "a b'c $d"},
+                  files={"/l2/x": lambda p: open(p, "w").write("made")})
+        with tempfile.TemporaryDirectory() as root:
+            g._stage(root)
+
+            def read(path):
+                with open(os.path.join(root, path)) as f:
+                    return f.read()
+            with open(guest_sh("init.sh")) as f:
+                self.assertEqual(read("init"), f.read())
+            self.assertTrue(os.access(os.path.join(root, "init"), os.X_OK))
+            self.assertEqual(read("etc/vmtest/test.sh"),
+                             ". /etc/vmtest/lib/level1.sh\nrun_l2\n")
+            with open(lib) as f:
+                self.assertEqual(read("etc/vmtest/lib/level1.sh"), f.read())
+            self.assertEqual(read("l2/x"), "made")
+            env = os.path.join(root, "etc/vmtest/env")
+            out = subprocess.run(
+                ["sh", "-c", '. "$1"; printf "%s|%s|%s" "$VMTEST_X" '
+                 '"$VMTEST_NAME" "$VMTEST_PORT"', "sh", env],
+                check=True, capture_output=True, text=True).stdout
+            self.assertEqual(out, "a b'c $d|t|sivshm.result")
+
+
 class Budget(unittest.TestCase):
     """boot() refuses bounds the runner's time limit cannot hold, before
     it starts anything: a third attempt that the runner would cut is no
@@ -213,7 +253,6 @@ class Budget(unittest.TestCase):
 
     class Guest:
         name = "l1"
-        emulator_retries = 2
 
     def setUp(self):
         self.saved = os.environ.get("SIVSHM_TEST_TIMEOUT")
@@ -228,13 +267,11 @@ class Budget(unittest.TestCase):
     def test_attempts_over_the_limit(self):
         with self.assertRaisesRegex(HarnessError, r"3 attempt\(s\) of 300 s "
                                     r"do not fit in the 600 s"):
-            boot(self.Guest(), timeout=300)
+            boot(self.Guest(), timeout=300, emulator_retries=2)
 
     def test_one_attempt_over_the_limit(self):
-        g = self.Guest()
-        g.emulator_retries = 0
         with self.assertRaises(HarnessError):
-            boot(g, timeout=601)
+            boot(self.Guest(), timeout=601)
 
 
 if __name__ == "__main__":

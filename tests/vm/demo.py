@@ -7,9 +7,8 @@ printed: the total against its direct count, Xfer and Resp."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import vmtest  # noqa: E402
-from sivshm import Service  # noqa: E402
+import vmtest
+from sivshm import Service
 
 
 def main():

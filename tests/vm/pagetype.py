@@ -5,20 +5,11 @@ then kvm_pagetype.ko, and runs KVM-selftests-style programs from
 tests/vm/kvm/ that create their own VMs: no level-2 kernel boots.  One CPU,
 as the nested limits in docs/testing.md ask."""
 
-import os
+from vmtest import Guest, builddir, check, guest_sh
 
-from vmtest import Guest, builddir, check
-
-# Reload kvm_amd with other parameters: reload_kvm_amd npt=1
-SCRIPT_HEAD = r"""
-reload_kvm_amd() {
-	rmmod kvm_amd
-	insmod "$(find /lib/modules/$(uname -r) -name 'kvm-amd.ko*')" "$@"
-}
-mount -t debugfs none /sys/kernel/debug
-insmod /lib/modules/extra/kvm_pagetype.ko
-test -c /dev/kvm-pagetype
-"""
+# What a host's script runs first: debugfs, kvm_pagetype.ko loaded, and
+# reload_kvm_amd to reload kvm_amd with other parameters (npt=1).
+SCRIPT_HEAD = guest_sh("pagetype-host.sh")
 
 
 def iommu_host(name, script, programs=(), qemu_args=(), **opts):
@@ -35,7 +26,7 @@ def host(name, script, programs=(), npt=0, module_path=None, **opts):
     """A level-1 guest with kvm_amd npt=<npt> and kvm_pagetype loaded (ours,
     or the one at @module_path)."""
     progs = [builddir("tests", "vm", "kvm", p) for p in programs]
-    return Guest(name, SCRIPT_HEAD + script,
+    return Guest(name, script, shell_libs=[SCRIPT_HEAD],
                  kmods=["kvm", "kvm_amd"], kmod_opts={"kvm_amd": "npt=%d" % npt},
                  modules=[module_path or
                           builddir("kvm-pagetype", "kvm_pagetype.ko")],

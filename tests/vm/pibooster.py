@@ -3,102 +3,21 @@ the module's sysfs and the livepatch life cycle, and the checks of what
 comes back."""
 
 import re
-from vmtest import Guest, boot, builddir, check, nested, nested_result
+from vmtest import (Guest, boot, builddir, check, guest_sh, nested,
+                    nested_result)
 
 KO = ("guest-modules", "pibooster", "pibooster.ko")
 STORM = ("tests", "vm", "guest", "pt-storm")
 
-# Shell functions the guest scripts share.  meminfo prints a field in kB;
-# st reads one of the module's statistics; pib_unload disables the
-# livepatch, waits for its transition and removes the module.
-HELPERS = r"""
-set -e
-P=/sys/kernel/pibooster
-meminfo() { awk -v f="$1:" '$1 == f { print $2 }' /proc/meminfo; }
-st() { cat $P/stats/$1; }
-mkfifo /tmp/pause
-# A pause that forks nothing, so it frees no page table of its own.
-pause() { read -t "$1" x <>/tmp/pause || true; }
-settle() { sync; echo 3 >/proc/sys/vm/drop_caches; pause 1.5; }
-# Page tables and free memory in kB, once nothing runs but this shell:
-# free pages are MemFree and the pages on the per-CPU free lists
-# (/proc/zoneinfo's pageset counts), which MemFree leaves out.  Then the
-# anonymous huge pages in kB: each one mapped holds a deposited page
-# table, counted in PageTables for as long as it lives.  stat_refresh
-# folds the per-CPU counter deltas in first: unfolded, PageTables alone
-# was seen 20 kB off.  Read with the shell's builtins only: a reader of
-# its own (awk) has 4 or 5 page tables, which PageTables shows or not
-# depending on whether its CPU's delta crossed the fold threshold (96
-# and 116 kB seen in two runs of the same script).
-mem() {
-	local k v x pt free thp pcp=0
-	settle
-	echo 1 >/proc/sys/vm/stat_refresh
-	while read k v x; do
-		case $k in
-		PageTables:) pt=$v;;
-		MemFree:) free=$v;;
-		AnonHugePages:) thp=$v;;
-		esac
-	done </proc/meminfo
-	while read k v x; do
-		case $k in count:) pcp=$((pcp + v));; esac
-	done </proc/zoneinfo
-	echo "mem $1 $pt $((free + pcp * 4)) $thp"
-}
-# Loaded once every task runs the hooks: nothing is pinned before that
-# (docs/pibooster.md, "Livepatch transitions and unloading").
-pib_load() {
-	insmod /lib/modules/extra/pibooster.ko "$@" || return 1
-	i=0
-	until read t </sys/kernel/livepatch/pibooster/transition &&
-	      test "$t" = 0; do
-		i=$((i + 1)); test $i -lt 600 || { echo "patch stuck"; return 1; }
-		sleep 0.1
-	done
-}
-pib_unload() {
-	echo 0 >/sys/kernel/livepatch/pibooster/enabled
-	i=0
-	while test -d /sys/kernel/livepatch/pibooster; do
-		i=$((i + 1)); test $i -lt 600 || { echo "unpatch stuck"; return 1; }
-		sleep 0.1
-	done
-	rmmod pibooster
-}
-# Both vCPUs: two storms at once; fails if either does.
-storm2() {
-	pt-storm "$@" >/tmp/s1 2>&1 & a=$!
-	pt-storm "$@" >/tmp/s2 2>&1 & b=$!
-	wait $a || { cat /tmp/s1; return 1; }
-	wait $b || { cat /tmp/s2; return 1; }
-	cat /tmp/s1 /tmp/s2
-}
-# The module's counts, read with the shell's builtins only: a forked cat
-# would allocate and free page tables between two reads.
-stats() {
-	for f in hits misses pins unpins to_semi to_writable batches errors \
-		 mode_retries freed_by_hook freed_inline released \
-		 shrinker_freed stock roots roots_freed early; do
-		read v <$P/stats/$f; echo "stat $f $v"
-	done
-	for f in cached cached_l1 cached_l2 cached_l3 cached_l4 tables_l1 \
-		 tables_l2 tables_l3 tables_l4; do
-		read v <$P/$f; echo "stat $f $v"
-	done
-	# the local backend's counts (with a host, they are the host's)
-	for f in tables_l1 tables_l2 tables_l3 tables_l4 semi op_errors; do
-		test -e $P/backend/$f || continue
-		read v <$P/backend/$f; echo "stat backend_$f $v"
-	done
-}
-"""
+# Shell functions the guest scripts share (meminfo, st, pause, settle, mem,
+# pib_load, pib_unload, storm2, stats): a guest script sources it first.
+HELPERS = guest_sh("pibooster.sh")
 
 
 def guest(name, script, memory=512, programs=(), **kw):
     """A plain guest (2 vCPUs) with pibooster.ko, pt-storm and @programs,
-    running HELPERS then @script."""
-    return Guest(name, HELPERS + script, modules=[builddir(*KO)],
+    running @script with HELPERS."""
+    return Guest(name, script, shell_libs=[HELPERS], modules=[builddir(*KO)],
                  programs=[builddir(*STORM)] + list(programs),
                  memory=memory, smp=2, **kw)
 
@@ -193,14 +112,14 @@ def run_nested(name, l2_script, l1_script, qemu_args, l2_programs=(),
     kvm_amd npt=0 and kvm_pagetype.ko running @l1_script; a level 1 that
     dies or hangs is tried again twice.  Both must pass; returns their
     Results (level 1, level 2)."""
-    l2 = Guest(name, HELPERS + l2_script, modules=[builddir(*KO)],
+    l2 = Guest(name, l2_script, shell_libs=[HELPERS], modules=[builddir(*KO)],
                programs=[builddir(*STORM)] + list(l2_programs),
                memory=256, smp=1, qemu_args=qemu_args, cmdline=l2_cmdline)
     l1 = nested(l1_script, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
                 l2_collect=list(l2_collect), l2_timeout=l2_timeout,
-                emulator_retries=2, **l1_opts)
-    r1 = boot(l1, timeout=timeout)
+                **l1_opts)
+    r1 = boot(l1, timeout=timeout, emulator_retries=2)
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
     r2 = nested_result(r1, name)

@@ -6,9 +6,7 @@ patches the kernel, runs a fork storm and unloads clean."""
 
 import os
 import shutil
-import sys
 import tempfile
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, boot, builddir, check, main
 from dkms import dkms_build
 from pibooster import HELPERS, STORM, check_unload
@@ -18,16 +16,16 @@ def test():
     tmp = tempfile.mkdtemp(prefix="dkms-")
     built = dkms_build("sivshm", "dkms-source", ["sivshm", "pibooster"], tmp)
     sock = os.path.join(tmp, "s.sock")
-    r = boot(Guest("dkms-build", HELPERS + """
+    r = boot(Guest("dkms-build", """
 insmod /lib/modules/extra/sivshm.ko
 test -c /dev/sivshm0
 dmesg | grep 'sivshm0: id 0'
 pib_load
 storm2 -n 5
 pib_unload
-""", modules=built, programs=[builddir(*STORM)], qemu_args=[
-        "-device", "sivshm,vm-id=0,shm=dkms%d,socket=%s,size=8M,reducers=1"
-        % (os.getpid(), sock)]), timeout=120)
+""", shell_libs=[HELPERS], modules=built, programs=[builddir(*STORM)],
+        qemu_args=["-device", "sivshm,vm-id=0,shm=dkms%d,socket=%s,size=8M,"
+                   "reducers=1" % (os.getpid(), sock)]), timeout=120)
     shutil.rmtree(tmp)
     check(r.outcome == "pass", r.describe() + "\n" + r.text())
     check_unload(r.dmesg.decode(errors="replace"))

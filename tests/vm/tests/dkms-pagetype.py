@@ -4,11 +4,8 @@ dkms add and dkms build against the fetched kernel's headers; the module
 DKMS built loads in a level-1 host and serves a VM (pagetype-ops abi,
 pin)."""
 
-import os
 import shutil
-import sys
 import tempfile
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, check, main
 from pagetype import host
 from dkms import dkms_build

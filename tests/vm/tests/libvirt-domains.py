@@ -29,11 +29,9 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import (RESULT_PORT, HarnessError, Result, builddir, check,
                     firmware_files, logdir, main, skip)
 from sivshm import Service

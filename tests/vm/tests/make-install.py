@@ -10,9 +10,7 @@ runs a mapper and a reducer."""
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, Running, builddir, check, logdir, main
 
 PROG = r"""

@@ -2,8 +2,6 @@
 """An out-of-tree module built against the fetched headers loads into the
 fetched kernel, takes its parameter, prints it, and unloads."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, boot, builddir, check, main
 
 

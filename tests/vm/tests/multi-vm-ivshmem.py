@@ -3,8 +3,7 @@
 one ivshmem-plain region, and exchange a message and its acknowledgement.
 Each guest keeps its own console log."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import os
 from vmtest import Guest, Running, builddir, check, logdir, main
 
 

@@ -6,8 +6,6 @@ Level 1 is the host of the PiBooster tests: q35 with a split irqchip, an
 emulated VT-d IOMMU (interrupt remapping, caching mode) and an edu device
 that sits alone in its IOMMU group; this test asserts that setup too."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, Kernel, boot, check, main, nested, nested_result
 
 

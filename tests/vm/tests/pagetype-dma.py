@@ -21,8 +21,6 @@ batch are one invalidation, and 64 pins and unpins between semi-writable
 and table none."""
 
 import re
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, check, main
 from pagetype import iommu_host
 

@@ -13,9 +13,7 @@ pagetype-ops.py does on 6.1."""
 
 import os
 import shutil
-import sys
 import tempfile
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Kernel, boot, check, main
 from dkms import dkms_build
 from pagetype import OPS_SCRIPT, check_ops, host

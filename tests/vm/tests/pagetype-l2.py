@@ -16,10 +16,7 @@ Level 1 once froze at random with a level-2 Linux attached to
 kvm_pagetype; a level 1 that dies or hangs is tried again, twice at most
 (docs/testing.md, "Level-2 Linux guests")."""
 
-import os
 import re
-import sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import (Guest, boot, builddir, check, main, nested,  # noqa
                     nested_result)
 
@@ -58,9 +55,9 @@ def test():
     l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
                 l2_collect=["/tmp/after-ops", "/tmp/after-kill"],
-                l2_timeout=70, emulator_retries=2)
+                l2_timeout=70)
     # two level-2 boots of 70 s at most inside; three attempts in 600 s
-    r1 = boot(l1, timeout=180)
+    r1 = boot(l1, timeout=180, emulator_retries=2)
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
 

@@ -4,8 +4,6 @@ write-tracked, a guest loops under kvm_amd npt=1 on Linux 6.1 and runs
 under npt=0 (shadow paging).  Both in one level 1: npt=1 first, then
 kvm_amd reloaded with npt=0.  Each run has an untracked control first."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, check, main
 from pagetype import host
 

@@ -6,8 +6,6 @@ their VM and only it, a type count at its maximum, memslots taken away,
 the VM closed before the attachment, and unloading refused while a VM is
 attached, then allowed."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, main
 from pagetype import OPS_SCRIPT, check_ops, host
 

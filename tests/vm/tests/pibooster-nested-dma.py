@@ -16,10 +16,7 @@ and the cached frame, and the host counted the IOMMU work.
 A level 1 that dies or hangs is tried again, twice at most
 (docs/testing.md, "Level-2 Linux guests")."""
 
-import os
 import re
-import sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
 from pibooster import EDU, IOMMU_L1, run_nested, check_unload
 

@@ -14,10 +14,7 @@ ran, and the host refused nothing.
 A level 1 that dies or hangs is tried again, twice at most
 (docs/testing.md, "Level-2 Linux guests")."""
 
-import os
 import re
-import sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import check, main
 from pibooster import run_nested, stats, check_unload
 

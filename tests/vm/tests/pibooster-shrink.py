@@ -7,8 +7,7 @@ a few thousand frames, a program touching more memory than is free, and
 the shrinker gives frames back.  The module's counts balance throughout
 and page tables and free memory are back after unload."""
 
-import sys, os, re
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import re
 from vmtest import boot, check, main
 from pibooster import (guest, stats, check_balance, check_memory,
                        check_unload)

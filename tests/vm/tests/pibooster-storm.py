@@ -8,8 +8,6 @@ balance and agree with the engine's; unloading undoes every pin and every
 conversion, and the guest's page-table pages and free memory are back
 where they were without the module."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, check, main
 from pibooster import (guest, stats, check_balance, check_memory,
                        check_unload)

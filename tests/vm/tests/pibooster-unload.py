@@ -5,8 +5,6 @@ conversion (the tables the storm still uses stay the kernel's), the storm
 finishes with every child's result right, no splat, and page-table pages
 and free memory are back where they were."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, check, main
 from pibooster import guest, check_memory, check_unload
 

@@ -2,8 +2,6 @@
 """Harness self-test: a failing command inside the guest fails its test, and
 its output and exit status come back."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, boot, check, main
 
 

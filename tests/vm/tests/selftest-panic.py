@@ -2,8 +2,6 @@
 """Harness self-test: a guest whose kernel panics is reported lost, never
 passed, and well before the timeout (panic=-1 with -no-reboot ends QEMU)."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, Running, check, logdir, main
 
 

@@ -2,8 +2,6 @@
 """Harness self-test: a guest module that WARNs fails its test, although
 every command of the guest script succeeds."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Guest, boot, builddir, check, main
 
 

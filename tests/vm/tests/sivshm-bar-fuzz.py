@@ -4,8 +4,7 @@ width, to every BAR0 offset and to the doorbell for 20 s, while the
 mapper VM and another reducer VM run charcount.  Neither the fuzzing
 VM's QEMU nor any other VM may crash, and the job must still be right."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import os
 from vmtest import builddir, check, main
 from sivshm import Service
 

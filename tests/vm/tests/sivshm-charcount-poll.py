@@ -3,8 +3,6 @@
 mode through the sivshm device and sivshm.ko; the total must match the
 mapper's direct count."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import main
 from sivshm import charcount_test
 

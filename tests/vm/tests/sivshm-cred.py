@@ -9,9 +9,7 @@ mapper before saying HELLO."""
 
 import os
 import subprocess
-import sys
 import time
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Running, builddir, check, main
 from sivshm import Service, mapper_up
 

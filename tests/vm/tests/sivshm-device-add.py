@@ -14,9 +14,7 @@ the device's reason."""
 
 import os
 import subprocess
-import sys
 import time
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Qmp, builddir, check, main
 from sivshm import MODULE, Service, mapper_up, qemu_fds, wait_console
 

@@ -8,11 +8,8 @@ grew by less than RSS_SLACK_KIB.  The mapper has a backing dir
 (unlink=on), and every slot it hands out is sealed against truncation all
 the same."""
 
-import os
 import subprocess
-import sys
 import time
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
 from sivshm import Service, mapper_up, qemu_fds
 

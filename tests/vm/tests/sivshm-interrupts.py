@@ -4,8 +4,7 @@ the user program, first through the eventfd the library registers, then
 through SIGUSR1 (the papers' path), with no lost and no spurious interrupt
 over 10000 ping-pongs each."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import os
 from vmtest import builddir, check, main
 from sivshm import Service, pingpong_scripts
 

@@ -16,13 +16,10 @@ crash it, plain guests as much as ours.  Even so, TCG's emulation of
 nested SVM under this interrupt load now and then kills or hangs level 1
 itself, with its preempt count stuck in NMI context ("scheduling while
 atomic ... 0x00110001").  Such a run says nothing of the code under test
-and is tried again (nested()'s emulator_retries); any other failure fails
+and is tried again (boot()'s emulator_retries); any other failure fails
 at once."""
 
-import os
 import re
-import sys
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import boot, builddir, check, main, nested, nested_result
 from sivshm import Service, pingpong_scripts
 
@@ -53,9 +50,8 @@ def test():
                           "run_l2 %s\nwait $host\ncat /tmp/host-mapper.out\n"
                           % (host, guests[-1].name))
     l1 = nested(l1_script, guests, programs=pp, l2_timeout=120,
-                l2_collect=["/tmp/mapper.trace", "/tmp/reducer1.trace"],
-                emulator_retries=2)
-    r1 = boot(l1, timeout=170)
+                l2_collect=["/tmp/mapper.trace", "/tmp/reducer1.trace"])
+    r1 = boot(l1, timeout=170, emulator_retries=2)
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
     for g, role in zip(guests, ("mapper", "reducer1")):

@@ -5,8 +5,6 @@ BAR1 and never another slot's marker, whether it reads through the
 driver's mmap, the whole BAR1 container through sysfs, or /dev/mem; an
 mmap beyond its slice fails with EINVAL."""
 
-import sys, os
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
 from sivshm import Service
 

@@ -8,9 +8,7 @@ matches."""
 
 import os
 import shutil
-import sys
 import tempfile
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Kernel, check, main
 from dkms import dkms_build
 from sivshm import Service, host_reducer, mapper_up

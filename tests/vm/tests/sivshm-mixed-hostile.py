@@ -7,9 +7,7 @@ the right total."""
 
 import os
 import subprocess
-import sys
 import time
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
 from sivshm import Service, host_reducer
 

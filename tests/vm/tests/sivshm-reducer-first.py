@@ -8,9 +8,7 @@ maps its slot and writes to it: the mapper reads those bytes."""
 
 import os
 import subprocess
-import sys
 import time
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import builddir, check, main
 from sivshm import Service, wait_console
 

@@ -14,10 +14,8 @@ memory (unlink=on) is not rejoined."""
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from vmtest import Running, builddir, check, main
 from sivshm import Service, mapper_up
 
