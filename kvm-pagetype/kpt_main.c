@@ -29,10 +29,10 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/version.h>
 #include <asm/kvm_page_track.h>
 
-#include "pt_rules.h"
+#include "kpt.h"
+#include "kpt_compat.h"
 
 /* The most guest memory a VM may have to be attached: 1 TiB. */
 #define KPT_MAX_FRAMES		BIT_ULL(28)
@@ -60,23 +60,6 @@ struct kpt_dma {
 	u64 nr_pinned;
 	/* Lazy unmaps whose IOTLB entries the next kpt_dma_sync flushes. */
 	struct iommu_iotlb_gather gather;
-};
-
-struct kpt_vm {
-	struct kvm *kvm;
-	struct pt_engine engine;
-	struct pt_env env;
-	struct kvm_page_track_notifier_node notifier;
-	struct list_head node;		/* on kpt_vms */
-	struct dentry *debugfs;
-	unsigned int id;
-	u64 doorbell;			/* its gpa, or KVM_PAGETYPE_NO_DOORBELL */
-	u64 doorbells;			/* batches run through it */
-	int killed;			/* set once, by kpt_kill */
-	u32 kill_reason;		/* KVM_PAGETYPE_KILL_* */
-	struct kpt_dma *dma;		/* under the engine's lock */
-	u64 dma_maps, dma_unmaps, dma_flushes;	/* under the engine's lock */
-	u64 dma_pinned;
 };
 
 /* One open /dev/kvm-pagetype: at most one VM. */
@@ -120,47 +103,17 @@ static void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule)
 	kvm_vm_dead(vm->kvm);
 }
 
-/*
- * DMA confinement.  The IOMMU API moved between 6.1 and 6.12: iommu_map
- * took a gfp from 6.3, pin_user_pages_remote lost its vmas from 6.5, and
- * a paging domain is allocated for a device from 6.11.
- */
-static int kpt_iommu_map(struct iommu_domain *domain, u64 gfn,
-			 struct page *page)
-{
-#if KERNEL_VERSION(6, 3, 0) > LINUX_VERSION_CODE	/* before 6.3 */
-	return iommu_map(domain, gfn << PAGE_SHIFT, page_to_phys(page),
-			 PAGE_SIZE, KPT_DMA_PROT);
-#else
-	return iommu_map(domain, gfn << PAGE_SHIFT, page_to_phys(page),
-			 PAGE_SIZE, KPT_DMA_PROT, GFP_KERNEL_ACCOUNT);
-#endif
-}
-
+/* DMA confinement.  Pin n pages of the VMM's at hva. */
 static long kpt_pin_pages(struct mm_struct *mm, unsigned long hva,
 			  unsigned long n, struct page **pages)
 {
 	long ret;
 
 	mmap_read_lock(mm);
-#if KERNEL_VERSION(6, 5, 0) > LINUX_VERSION_CODE	/* before 6.5 */
-	ret = pin_user_pages_remote(mm, hva, n, FOLL_LONGTERM | FOLL_WRITE,
-				    pages, NULL, NULL);
-#else
-	ret = pin_user_pages_remote(mm, hva, n, FOLL_LONGTERM | FOLL_WRITE,
-				    pages, NULL);
-#endif
+	ret = kpt_pin_user_pages_remote(mm, hva, n, FOLL_LONGTERM | FOLL_WRITE,
+					pages);
 	mmap_read_unlock(mm);
 	return ret;
-}
-
-static struct iommu_domain *kpt_domain_alloc(struct pci_dev *pdev)
-{
-#if KERNEL_VERSION(6, 11, 0) > LINUX_VERSION_CODE	/* before 6.11 */
-	return iommu_domain_alloc(&pci_bus_type) ?: ERR_PTR(-ENOMEM);
-#else
-	return iommu_paging_domain_alloc(&pdev->dev);
-#endif
 }
 
 /* Map gfn for DMA, if it is pinned and not mapped yet. */
@@ -170,7 +123,9 @@ static int kpt_dma_map(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn)
 
 	if (!dma->pages[gfn] || test_bit(gfn, dma->mapped))
 		return 0;
-	ret = kpt_iommu_map(dma->domain, gfn, dma->pages[gfn]);
+	ret = kpt_iommu_map(dma->domain, gfn << PAGE_SHIFT,
+			    page_to_phys(dma->pages[gfn]), PAGE_SIZE,
+			    KPT_DMA_PROT);
 	if (ret) {
 		dev_warn_ratelimited(&dma->pdev->dev,
 				     "vm%u: cannot map gfn %#llx (%d): left unreachable\n",
@@ -572,8 +527,6 @@ static int kpt_read_table(void *priv, u64 gfn, u64 *entries)
 static int kpt_track(void *priv, u64 gfn, bool on)
 {
 	struct kpt_vm *vm = priv;
-	struct kvm *kvm = vm->kvm;
-	int ret;
 
 	/*
 	 * A killed VM keeps its tracking: its memslots may have gone (the
@@ -581,32 +534,7 @@ static int kpt_track(void *priv, u64 gfn, bool on)
 	 */
 	if (!on && READ_ONCE(vm->killed))
 		return 0;
-#if KERNEL_VERSION(6, 7, 0) > LINUX_VERSION_CODE	/* before 6.7 */
-	{
-		struct kvm_memory_slot *slot;
-		int idx;
-
-		idx = srcu_read_lock(&kvm->srcu);
-		write_lock(&kvm->mmu_lock);
-		slot = gfn_to_memslot(kvm, gfn);
-		ret = slot ? 0 : -EFAULT;
-		if (slot && on)
-			kvm_slot_page_track_add_page(kvm, slot, gfn,
-						     KVM_PAGE_TRACK_WRITE);
-		else if (slot)
-			kvm_slot_page_track_remove_page(kvm, slot, gfn,
-							KVM_PAGE_TRACK_WRITE);
-		write_unlock(&kvm->mmu_lock);
-		srcu_read_unlock(&kvm->srcu, idx);
-	}
-#else
-	/* By gfn: KVM takes kvm->srcu and the mmu_lock itself. */
-	ret = on ? kvm_write_track_add_gfn(kvm, gfn) :
-		   kvm_write_track_remove_gfn(kvm, gfn);
-	if (ret == -EINVAL)
-		ret = -EFAULT;				/* no memslot */
-#endif
-	return ret;
+	return kpt_write_track(vm->kvm, gfn, on);
 }
 
 /*
@@ -733,8 +661,8 @@ static void kpt_doorbell(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa,
 }
 
 /* Runs in the vCPU thread, after the write landed; may sleep. */
-static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
-			    int bytes, struct kvm_page_track_notifier_node *node)
+void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
+		     int bytes, struct kvm_page_track_notifier_node *node)
 {
 	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
 	u16 rule;
@@ -761,8 +689,8 @@ static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
  * there kills the VM.  Neither is untracked later: a new slot in the same
  * place has no tracking to remove.
  */
-static void kpt_region_gone(struct kvm_page_track_notifier_node *node,
-			    u64 gfn, u64 npages)
+void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
+		     u64 npages)
 {
 	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
 
@@ -772,43 +700,6 @@ static void kpt_region_gone(struct kvm_page_track_notifier_node *node,
 		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT, gfn << PAGE_SHIFT, 0);
 	kpt_dma_region_gone(vm, gfn, npages);
 }
-
-/*
- * The notifier's shape changed in 6.7: track_write lost its vCPU (it
- * still runs in the vCPU thread) and track_flush_slot became
- * track_remove_region.
- */
-#if KERNEL_VERSION(6, 7, 0) > LINUX_VERSION_CODE	/* before 6.7 */
-static void kpt_track_flush_slot(struct kvm *kvm, struct kvm_memory_slot *slot,
-				 struct kvm_page_track_notifier_node *node)
-{
-	kpt_region_gone(node, slot->base_gfn, slot->npages);
-}
-
-static void kpt_set_notifier(struct kvm_page_track_notifier_node *n)
-{
-	n->track_write = kpt_track_write;
-	n->track_flush_slot = kpt_track_flush_slot;
-}
-#else
-static void kpt_track_write_gpa(gpa_t gpa, const u8 *new, int bytes,
-				struct kvm_page_track_notifier_node *node)
-{
-	kpt_track_write(kvm_get_running_vcpu(), gpa, new, bytes, node);
-}
-
-static void kpt_track_remove_region(gfn_t gfn, unsigned long nr_pages,
-				    struct kvm_page_track_notifier_node *node)
-{
-	kpt_region_gone(node, gfn, nr_pages);
-}
-
-static void kpt_set_notifier(struct kvm_page_track_notifier_node *n)
-{
-	n->track_write = kpt_track_write_gpa;
-	n->track_remove_region = kpt_track_remove_region;
-}
-#endif
 
 static void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
 {

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvm_pagetype's private header: the attached VM, and what each file of
+ * the module offers the others.
+ */
+#ifndef KPT_H
+#define KPT_H
+
+#include <linux/kvm_host.h>
+#include <linux/list.h>
+#include <linux/types.h>
+#include <asm/kvm_page_track.h>
+
+#include "pt_rules.h"
+
+struct dentry;
+struct kpt_dma;
+
+struct kpt_vm {
+	struct kvm *kvm;
+	struct pt_engine engine;
+	struct pt_env env;
+	struct kvm_page_track_notifier_node notifier;
+	struct list_head node;		/* on kpt_vms */
+	struct dentry *debugfs;
+	unsigned int id;
+	u64 doorbell;			/* its gpa, or KVM_PAGETYPE_NO_DOORBELL */
+	u64 doorbells;			/* batches run through it */
+	int killed;			/* set once, by kpt_kill */
+	u32 kill_reason;		/* KVM_PAGETYPE_KILL_* */
+	struct kpt_dma *dma;		/* under the engine's lock */
+	u64 dma_maps, dma_unmaps, dma_flushes;	/* under the engine's lock */
+	u64 dma_pinned;
+};
+
+/* kpt_track.c: the page-track notifier, in the shape kpt_compat.h adapts. */
+void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
+		     int bytes, struct kvm_page_track_notifier_node *node);
+void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
+		     u64 npages);
+
+#endif /* KPT_H */
