@@ -7,6 +7,7 @@
 #define KPT_H
 
 #include <linux/kvm_host.h>
+#include <linux/atomic.h>
 #include <linux/list.h>
 #include <linux/types.h>
 #include <asm/kvm_page_track.h>
@@ -15,6 +16,7 @@
 
 struct dentry;
 struct kpt_dma;
+struct pci_dev;
 
 struct kpt_vm {
 	struct kvm *kvm;
@@ -32,6 +34,16 @@ struct kpt_vm {
 	u64 dma_maps, dma_unmaps, dma_flushes;	/* under the engine's lock */
 	u64 dma_pinned;
 };
+
+/* kpt_dma.c: DMA confinement. */
+extern atomic64_t kpt_dma_pinned_pages;
+int kpt_dma_hook(void *priv, u64 gfn, int how);
+void kpt_dma_sync(void *priv);
+long kpt_dma_confine(struct kpt_vm *vm, void __user *argp);
+long kpt_dma_release_ioctl(struct kpt_vm *vm, void __user *argp);
+int kpt_dma_release(struct kpt_vm *vm, struct pci_dev *pdev,
+		    const char *why);
+void kpt_dma_region_gone(struct kpt_vm *vm, u64 gfn, u64 npages);
 
 /* kpt_track.c: the page-track notifier, in the shape kpt_compat.h adapts. */
 void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
