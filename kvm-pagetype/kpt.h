@@ -35,6 +35,10 @@ struct kpt_vm {
 	u64 dma_pinned;
 };
 
+/* kpt_main.c: the VM's end, and its batches (ioctl or doorbell). */
+void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule);
+long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa, u32 count);
+
 /* kpt_dma.c: DMA confinement. */
 extern atomic64_t kpt_dma_pinned_pages;
 int kpt_dma_hook(void *priv, u64 gfn, int how);
@@ -45,7 +49,11 @@ int kpt_dma_release(struct kpt_vm *vm, struct pci_dev *pdev,
 		    const char *why);
 void kpt_dma_region_gone(struct kpt_vm *vm, u64 gfn, u64 npages);
 
-/* kpt_track.c: the page-track notifier, in the shape kpt_compat.h adapts. */
+/*
+ * kpt_track.c: the engine's track hook, and the page-track notifier in
+ * the shape kpt_compat.h adapts.
+ */
+int kpt_track(void *priv, u64 gfn, bool on);
 void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 		     int bytes, struct kvm_page_track_notifier_node *node);
 void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
