@@ -35,9 +35,11 @@ struct kpt_vm {
 	u64 dma_pinned;
 };
 
-/* kpt_main.c: the VM's end, and its batches (ioctl or doorbell). */
+/* kpt_main.c: the VM's end, its batches (ioctl or doorbell), its counters. */
 void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule);
 long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa, u32 count);
+void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s);
+void kpt_global_stats(struct kvm_pagetype_stats *sum);
 
 /* kpt_dma.c: DMA confinement. */
 extern atomic64_t kpt_dma_pinned_pages;
@@ -58,5 +60,11 @@ void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 		     int bytes, struct kvm_page_track_notifier_node *node);
 void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
 		     u64 npages);
+
+/* kpt_debugfs.c: the counters, global and per VM. */
+void kpt_debugfs_init(void);
+void kpt_debugfs_exit(void);
+void kpt_debugfs_add_vm(struct kpt_vm *vm);
+void kpt_debugfs_remove_vm(struct kpt_vm *vm);
 
 #endif /* KPT_H */

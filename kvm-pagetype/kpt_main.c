@@ -14,7 +14,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/debugfs.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/kvm_host.h>
@@ -23,7 +22,6 @@
 #include <linux/module.h>
 #include <linux/ratelimit.h>
 #include <linux/sched.h>
-#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <asm/kvm_page_track.h>
@@ -45,7 +43,7 @@ static DEFINE_MUTEX(kpt_vms_lock);
 /* The counters of VMs already detached, for the global totals. */
 static struct kvm_pagetype_stats kpt_retired;
 static unsigned int kpt_next_id;
-static struct dentry *kpt_debugfs;
+
 static const char * const kpt_kill_names[] = {
 	[KVM_PAGETYPE_KILL_WRITE] = "a trapped write broke a rule",
 	[KVM_PAGETYPE_KILL_BATCH] = "malformed batch",
@@ -181,7 +179,7 @@ static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
 	return 0;
 }
 
-static void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
+void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
 {
 	pt_engine_stats(&vm->engine, s);
 	s->kills = READ_ONCE(vm->killed);
@@ -206,7 +204,7 @@ static void kpt_stats_add(struct kvm_pagetype_stats *sum,
 	sum->last_kill = s->last_kill ?: sum->last_kill;
 }
 
-static void kpt_global_stats(struct kvm_pagetype_stats *sum)
+void kpt_global_stats(struct kvm_pagetype_stats *sum)
 {
 	struct kvm_pagetype_stats s;
 	struct kpt_vm *vm;
@@ -222,53 +220,6 @@ static void kpt_global_stats(struct kvm_pagetype_stats *sum)
 	/* What is pinned, whether or not a VM still owns it. */
 	sum->dma_pinned = atomic64_read(&kpt_dma_pinned_pages);
 }
-
-static void kpt_stats_show(struct seq_file *m,
-			   const struct kvm_pagetype_stats *s)
-{
-	static const char * const ops[KVM_PAGETYPE_NR_OPS] = {
-		"null", "pin_l1", "pin_l2", "pin_l3", "pin_l4", "unpin",
-		"to_semi", "to_writable", "set_mode", "query",
-	};
-	int i;
-
-	for (i = 0; i < KVM_PAGETYPE_NR_OPS; i++)
-		seq_printf(m, "op_%s %llu\n", ops[i], s->ops[i]);
-	seq_printf(m, "op_errors %llu\nbatches %llu\nbatches_cut %llu\n",
-		   s->op_errors, s->batches, s->batches_cut);
-	seq_printf(m, "doorbells %llu\n", s->doorbells);
-	seq_printf(m, "validations %llu\nwrites %llu\nwrite_updates %llu\n",
-		   s->validations, s->writes, s->write_updates);
-	seq_printf(m, "violations %llu\nkills %llu\nlast_kill %llu\n",
-		   s->violations, s->kills, s->last_kill);
-	for (i = 0; i < 4; i++)
-		seq_printf(m, "pinned_l%d %llu\n", i + 1, s->pinned[i]);
-	seq_printf(m, "semi %llu\nvms %llu\n", s->semi, s->vms);
-	seq_printf(m, "dma_maps %llu\ndma_unmaps %llu\ndma_flushes %llu\n",
-		   s->dma_maps, s->dma_unmaps, s->dma_flushes);
-	seq_printf(m, "dma_pinned %llu\ndma_devices %llu\n", s->dma_pinned,
-		   s->dma_devices);
-}
-
-static int kpt_vm_debugfs_show(struct seq_file *m, void *unused)
-{
-	struct kvm_pagetype_stats s;
-
-	kpt_vm_stats(m->private, &s);
-	kpt_stats_show(m, &s);
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(kpt_vm_debugfs);
-
-static int kpt_global_debugfs_show(struct seq_file *m, void *unused)
-{
-	struct kvm_pagetype_stats s;
-
-	kpt_global_stats(&s);
-	kpt_stats_show(m, &s);
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(kpt_global_debugfs);
 
 /* The frames the type words cover: up to the end of the highest slot. */
 static u64 kpt_guest_frames(struct kvm *kvm)
@@ -301,7 +252,7 @@ static void kpt_detach(struct kpt_vm *vm)
 	s.dma_devices = 0;
 	kpt_stats_add(&kpt_retired, &s);
 	mutex_unlock(&kpt_vms_lock);
-	debugfs_remove_recursive(vm->debugfs);
+	kpt_debugfs_remove_vm(vm);
 
 	/* After this no notifier runs: synchronize_srcu, so never locked. */
 	kvm_page_track_unregister_notifier(vm->kvm, &vm->notifier);
@@ -316,7 +267,6 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	struct kpt_vm *vm, *other;
 	struct kvm *kvm;
 	struct file *f;
-	char name[16];
 	long ret;
 
 	if (copy_from_user(&a, argp, sizeof(a)))
@@ -385,9 +335,7 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	kf->vm = vm;
 	mutex_unlock(&kf->lock);
 
-	snprintf(name, sizeof(name), "vm%u", vm->id);
-	vm->debugfs = debugfs_create_file(name, 0400, kpt_debugfs, vm,
-					  &kpt_vm_debugfs_fops);
+	kpt_debugfs_add_vm(vm);
 	return 0;
 
 err_unlock_vms:
@@ -548,12 +496,10 @@ static int __init kpt_init(void)
 	for (i = 0; i < ARRAY_SIZE(kpt_kill_rs); i++)
 		ratelimit_state_init(&kpt_kill_rs[i], DEFAULT_RATELIMIT_INTERVAL,
 				     DEFAULT_RATELIMIT_BURST);
-	kpt_debugfs = debugfs_create_dir("kvm_pagetype", NULL);
-	debugfs_create_file("global", 0400, kpt_debugfs, NULL,
-			    &kpt_global_debugfs_fops);
+	kpt_debugfs_init();
 	ret = misc_register(&kpt_misc);
 	if (ret) {
-		debugfs_remove_recursive(kpt_debugfs);
+		kpt_debugfs_exit();
 		return ret;
 	}
 	pr_info("ABI %d, /dev/%s\n", KVM_PAGETYPE_ABI_VERSION, kpt_misc.name);
@@ -564,7 +510,7 @@ static int __init kpt_init(void)
 static void __exit kpt_exit(void)
 {
 	misc_deregister(&kpt_misc);
-	debugfs_remove_recursive(kpt_debugfs);
+	kpt_debugfs_exit();
 }
 
 module_init(kpt_init);
