@@ -168,6 +168,9 @@ static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
 	struct kvm_pagetype_batch b;
 	long ret;
 
+	/* The batch is read and answered through the VMM's own mappings. */
+	if (vm->kvm->mm != current->mm)
+		return -EIO;
 	if (copy_from_user(&b, argp, sizeof(b)))
 		return -EFAULT;
 	ret = kpt_batch(vm, NULL, b.gpa, b.count);
@@ -399,8 +402,26 @@ static long kpt_get_stats(struct kpt_vm *vm, void __user *argp, size_t size)
 	return 0;
 }
 
+static long kpt_reset(struct kpt_vm *vm, void __user *argp)
+{
+	WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
+	pt_engine_reset(&vm->engine);
+	return 0;
+}
+
+static struct kpt_vm *kpt_file_vm(struct kpt_file *kf)
+{
+	struct kpt_vm *vm;
+
+	mutex_lock(&kf->lock);
+	vm = kf->vm;
+	mutex_unlock(&kf->lock);
+	return vm;
+}
+
 static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
+	long (*vm_ioctl)(struct kpt_vm *vm, void __user *argp);
 	struct kpt_file *kf = file->private_data;
 	void __user *argp = (void __user *)arg;
 	struct kpt_vm *vm;
@@ -410,43 +431,37 @@ static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return KVM_PAGETYPE_ABI_VERSION;
 	case KVM_PAGETYPE_ATTACH:
 		return kpt_attach(kf, argp);
-	}
-
-	mutex_lock(&kf->lock);
-	vm = kf->vm;
-	mutex_unlock(&kf->lock);
-
-	switch (cmd) {
-	case KVM_PAGETYPE_RUN_BATCH:
-		if (!vm)
-			return -ENOENT;
-		if (vm->kvm->mm != current->mm)
-			return -EIO;
-		return kpt_run_batch(vm, argp);
+	/* The global counters need no VM. */
 	case KVM_PAGETYPE_GET_STATS:
-		return kpt_get_stats(vm, argp, sizeof(struct kvm_pagetype_get_stats));
+		return kpt_get_stats(kpt_file_vm(kf), argp,
+				     sizeof(struct kvm_pagetype_get_stats));
 	case KPT_GET_STATS_V1:
-		return kpt_get_stats(vm, argp, KPT_GET_STATS_V1_SIZE);
+		return kpt_get_stats(kpt_file_vm(kf), argp,
+				     KPT_GET_STATS_V1_SIZE);
+	case KVM_PAGETYPE_RUN_BATCH:
+		vm_ioctl = kpt_run_batch;
+		break;
 	case KVM_PAGETYPE_SET_DOORBELL:
-		if (!vm)
-			return -ENOENT;
-		return kpt_set_doorbell(vm, argp);
+		vm_ioctl = kpt_set_doorbell;
+		break;
 	case KVM_PAGETYPE_RESET:
-		if (!vm)
-			return -ENOENT;
-		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
-		pt_engine_reset(&vm->engine);
-		return 0;
+		vm_ioctl = kpt_reset;
+		break;
 	case KVM_PAGETYPE_DMA_CONFINE:
-		if (!vm)
-			return -ENOENT;
-		return kpt_dma_confine(vm, argp);
+		vm_ioctl = kpt_dma_confine;
+		break;
 	case KVM_PAGETYPE_DMA_RELEASE:
-		if (!vm)
-			return -ENOENT;
-		return kpt_dma_release_ioctl(vm, argp);
+		vm_ioctl = kpt_dma_release_ioctl;
+		break;
+	default:
+		return -ENOTTY;
 	}
-	return -ENOTTY;
+
+	/* The others act on the attached VM. */
+	vm = kpt_file_vm(kf);
+	if (!vm)
+		return -ENOENT;
+	return vm_ioctl(vm, argp);
 }
 
 static int kpt_open(struct inode *inode, struct file *file)
