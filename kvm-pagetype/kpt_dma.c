@@ -85,8 +85,8 @@ static int kpt_dma_map(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn)
 }
 
 /* Account for an unmap of gfn that removed @unmapped bytes. */
-static int kpt_dma_unmapped(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn,
-			    size_t unmapped)
+static int kpt_dma_account_unmap(struct kpt_vm *vm, struct kpt_dma *dma,
+				 u64 gfn, size_t unmapped)
 {
 	if (unmapped != PAGE_SIZE) {
 		dev_warn_ratelimited(&dma->pdev->dev,
@@ -112,7 +112,7 @@ static int kpt_dma_unmap(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn)
 		return 0;
 	unmapped = iommu_unmap(dma->domain, gfn << PAGE_SHIFT, PAGE_SIZE);
 	vm->dma_flushes++;
-	return kpt_dma_unmapped(vm, dma, gfn, unmapped);
+	return kpt_dma_account_unmap(vm, dma, gfn, unmapped);
 }
 
 /*
@@ -145,7 +145,7 @@ static int kpt_dma_unmap_lazy(struct kpt_vm *vm, struct kpt_dma *dma,
 		dma->gather.pgsize = PAGE_SIZE;
 	}
 	list_splice_init(&one.freelist, &dma->gather.freelist);
-	return kpt_dma_unmapped(vm, dma, gfn, unmapped);
+	return kpt_dma_account_unmap(vm, dma, gfn, unmapped);
 }
 
 /* The engine's dma hook: the frame's type now allows DMA, or will not. */
