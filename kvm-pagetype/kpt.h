@@ -6,8 +6,8 @@
 #ifndef KPT_H
 #define KPT_H
 
-#include <linux/kvm_host.h>
 #include <linux/atomic.h>
+#include <linux/kvm_host.h>
 #include <linux/list.h>
 #include <linux/types.h>
 #include <asm/kvm_page_track.h>
@@ -47,8 +47,7 @@ int kpt_dma_hook(void *priv, u64 gfn, int how);
 void kpt_dma_sync(void *priv);
 long kpt_dma_confine(struct kpt_vm *vm, void __user *argp);
 long kpt_dma_release_ioctl(struct kpt_vm *vm, void __user *argp);
-int kpt_dma_release(struct kpt_vm *vm, struct pci_dev *pdev,
-		    const char *why);
+int kpt_dma_release(struct kpt_vm *vm, struct pci_dev *pdev, const char *why);
 void kpt_dma_region_gone(struct kpt_vm *vm, u64 gfn, u64 npages);
 
 /*

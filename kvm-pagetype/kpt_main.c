@@ -11,6 +11,10 @@
  * nothing else.  A PCI device can be confined to the VM's RAM through the
  * host IOMMU, where the frame types decide what it may reach.
  * docs/pagetype.md is the specification.
+ *
+ * This file holds the device node, attach and detach, the ioctls, the
+ * batches and the counters; kpt_track.c the write tracking, kpt_dma.c the
+ * DMA confinement, kpt_debugfs.c the debugfs files (kpt.h).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
