@@ -11,73 +11,30 @@
  * nothing else.  A PCI device can be confined to the VM's RAM through the
  * host IOMMU, where the frame types decide what it may reach.
  * docs/pagetype.md is the specification.
+ *
+ * This file holds the device node, attach and detach, the ioctls, the
+ * batches and the counters; kpt_track.c the write tracking, kpt_dma.c the
+ * DMA confinement, kpt_debugfs.c the debugfs files (kpt.h).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/debugfs.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/iommu.h>
 #include <linux/kvm_host.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
-#include <linux/pci.h>
 #include <linux/ratelimit.h>
-#include <linux/sched/mm.h>
-#include <linux/sched/signal.h>
-#include <linux/seq_file.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/version.h>
 #include <asm/kvm_page_track.h>
 
-#include "pt_rules.h"
+#include "kpt.h"
+#include "kpt_compat.h"
 
 /* The most guest memory a VM may have to be attached: 1 TiB. */
 #define KPT_MAX_FRAMES		BIT_ULL(28)
-/* The most guest-physical space DMA confinement covers: 16 GiB. */
-#define KPT_DMA_MAX_FRAMES	BIT_ULL(22)
-/* Pages pinned per pin_user_pages_remote() call. */
-#define KPT_PIN_CHUNK		512UL
-#define KPT_DMA_PROT		(IOMMU_READ | IOMMU_WRITE | IOMMU_CACHE)
-
-/*
- * A device confined to a VM's RAM: its own IOMMU domain, where frame gfn
- * is at IOVA gfn << PAGE_SHIFT while its type allows DMA.  Every RAM frame
- * is pinned for as long as the device is confined, mapped or not, so a
- * type change only maps or unmaps.  Reached from the engine's dma hook
- * under the engine's lock, and set and cleared under it.
- */
-struct kpt_dma {
-	struct pci_dev *pdev;
-	struct iommu_group *group;
-	struct iommu_domain *domain;
-	struct mm_struct *mm;		/* whose pinned_vm holds the pins */
-	u64 nr_frames;
-	struct page **pages;		/* per frame: pinned, or NULL */
-	unsigned long *mapped;		/* per frame: mapped in domain */
-	u64 nr_pinned;
-	/* Lazy unmaps whose IOTLB entries the next kpt_dma_sync flushes. */
-	struct iommu_iotlb_gather gather;
-};
-
-struct kpt_vm {
-	struct kvm *kvm;
-	struct pt_engine engine;
-	struct pt_env env;
-	struct kvm_page_track_notifier_node notifier;
-	struct list_head node;		/* on kpt_vms */
-	struct dentry *debugfs;
-	unsigned int id;
-	u64 doorbell;			/* its gpa, or KVM_PAGETYPE_NO_DOORBELL */
-	u64 doorbells;			/* batches run through it */
-	int killed;			/* set once, by kpt_kill */
-	u32 kill_reason;		/* KVM_PAGETYPE_KILL_* */
-	struct kpt_dma *dma;		/* under the engine's lock */
-	u64 dma_maps, dma_unmaps, dma_flushes;	/* under the engine's lock */
-	u64 dma_pinned;
-};
 
 /* One open /dev/kvm-pagetype: at most one VM. */
 struct kpt_file {
@@ -90,9 +47,6 @@ static DEFINE_MUTEX(kpt_vms_lock);
 /* The counters of VMs already detached, for the global totals. */
 static struct kvm_pagetype_stats kpt_retired;
 static unsigned int kpt_next_id;
-static struct dentry *kpt_debugfs;
-/* Pages pinned for DMA by every VM, until the moment they are unpinned. */
-static atomic64_t kpt_dma_pinned_pages;
 
 static const char * const kpt_kill_names[] = {
 	[KVM_PAGETYPE_KILL_WRITE] = "a trapped write broke a rule",
@@ -108,7 +62,7 @@ static struct ratelimit_state kpt_kill_rs[ARRAY_SIZE(kpt_kill_names)];
  * write that caused it is already in guest memory (docs/pagetype.md, "The
  * window").
  */
-static void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule)
+void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule)
 {
 	if (xchg(&vm->killed, 1))
 		return;
@@ -120,444 +74,6 @@ static void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule)
 	kvm_vm_dead(vm->kvm);
 }
 
-/*
- * DMA confinement.  The IOMMU API moved between 6.1 and 6.12: iommu_map
- * took a gfp from 6.3, pin_user_pages_remote lost its vmas from 6.5, and
- * a paging domain is allocated for a device from 6.11.
- */
-static int kpt_iommu_map(struct iommu_domain *domain, u64 gfn,
-			 struct page *page)
-{
-#if KERNEL_VERSION(6, 3, 0) > LINUX_VERSION_CODE	/* before 6.3 */
-	return iommu_map(domain, gfn << PAGE_SHIFT, page_to_phys(page),
-			 PAGE_SIZE, KPT_DMA_PROT);
-#else
-	return iommu_map(domain, gfn << PAGE_SHIFT, page_to_phys(page),
-			 PAGE_SIZE, KPT_DMA_PROT, GFP_KERNEL_ACCOUNT);
-#endif
-}
-
-static long kpt_pin_pages(struct mm_struct *mm, unsigned long hva,
-			  unsigned long n, struct page **pages)
-{
-	long ret;
-
-	mmap_read_lock(mm);
-#if KERNEL_VERSION(6, 5, 0) > LINUX_VERSION_CODE	/* before 6.5 */
-	ret = pin_user_pages_remote(mm, hva, n, FOLL_LONGTERM | FOLL_WRITE,
-				    pages, NULL, NULL);
-#else
-	ret = pin_user_pages_remote(mm, hva, n, FOLL_LONGTERM | FOLL_WRITE,
-				    pages, NULL);
-#endif
-	mmap_read_unlock(mm);
-	return ret;
-}
-
-static struct iommu_domain *kpt_domain_alloc(struct pci_dev *pdev)
-{
-#if KERNEL_VERSION(6, 11, 0) > LINUX_VERSION_CODE	/* before 6.11 */
-	return iommu_domain_alloc(&pci_bus_type) ?: ERR_PTR(-ENOMEM);
-#else
-	return iommu_paging_domain_alloc(&pdev->dev);
-#endif
-}
-
-/* Map gfn for DMA, if it is pinned and not mapped yet. */
-static int kpt_dma_map(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn)
-{
-	int ret;
-
-	if (!dma->pages[gfn] || test_bit(gfn, dma->mapped))
-		return 0;
-	ret = kpt_iommu_map(dma->domain, gfn, dma->pages[gfn]);
-	if (ret) {
-		dev_warn_ratelimited(&dma->pdev->dev,
-				     "vm%u: cannot map gfn %#llx (%d): left unreachable\n",
-				     vm->id, gfn, ret);
-		return ret;
-	}
-	__set_bit(gfn, dma->mapped);
-	vm->dma_maps++;
-	return 0;
-}
-
-/* Account for an unmap of gfn that removed @unmapped bytes. */
-static int kpt_dma_unmapped(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn,
-			    size_t unmapped)
-{
-	if (unmapped != PAGE_SIZE) {
-		dev_warn_ratelimited(&dma->pdev->dev,
-				     "vm%u: unmap of gfn %#llx removed %zu bytes\n",
-				     vm->id, gfn, unmapped);
-		return -EIO;
-	}
-	__clear_bit(gfn, dma->mapped);
-	vm->dma_unmaps++;
-	return 0;
-}
-
-/*
- * Unmap gfn.  iommu_unmap() syncs the IOTLB before it returns: from then
- * on no DMA of the device reaches the frame, not even through a cached
- * translation.  That is one flush per frame (coarse mode).
- */
-static int kpt_dma_unmap(struct kpt_vm *vm, struct kpt_dma *dma, u64 gfn)
-{
-	size_t unmapped;
-
-	if (!test_bit(gfn, dma->mapped))
-		return 0;
-	unmapped = iommu_unmap(dma->domain, gfn << PAGE_SHIFT, PAGE_SIZE);
-	vm->dma_flushes++;
-	return kpt_dma_unmapped(vm, dma, gfn, unmapped);
-}
-
-/*
- * Unmap gfn, leaving its IOTLB entry to kpt_dma_sync: one flush for all
- * the lazy unmaps in between.  The IOMMU core syncs a gather at once when
- * the next page is not next to its range, so each page is unmapped into
- * a gather of its own, which is then folded into dma->gather.  The range
- * is kept a naturally aligned power of two: VT-d's page-selective
- * invalidation covers such a block, and 6.1 does not align it itself.
- */
-static int kpt_dma_unmap_lazy(struct kpt_vm *vm, struct kpt_dma *dma,
-			      u64 gfn)
-{
-	struct iommu_iotlb_gather one;
-	unsigned long start, end, size = PAGE_SIZE;
-	size_t unmapped;
-
-	if (!test_bit(gfn, dma->mapped))
-		return 0;
-	iommu_iotlb_gather_init(&one);
-	unmapped = iommu_unmap_fast(dma->domain, gfn << PAGE_SHIFT, PAGE_SIZE,
-				    &one);
-	start = min(dma->gather.start, one.start);
-	end = max(dma->gather.end, one.end);
-	if (one.start <= one.end) {
-		while (ALIGN_DOWN(start, size) + size - 1 < end)
-			size <<= 1;
-		dma->gather.start = ALIGN_DOWN(start, size);
-		dma->gather.end = dma->gather.start + size - 1;
-		dma->gather.pgsize = PAGE_SIZE;
-	}
-	list_splice_init(&one.freelist, &dma->gather.freelist);
-	return kpt_dma_unmapped(vm, dma, gfn, unmapped);
-}
-
-/* The engine's dma hook: the frame's type now allows DMA, or will not. */
-static int kpt_dma_hook(void *priv, u64 gfn, int how)
-{
-	struct kpt_vm *vm = priv;
-	struct kpt_dma *dma = vm->dma;
-
-	if (!dma || gfn >= dma->nr_frames)
-		return 0;
-	switch (how) {
-	case PT_DMA_GRANT:
-		return kpt_dma_map(vm, dma, gfn);
-	case PT_DMA_REVOKE:
-		return kpt_dma_unmap(vm, dma, gfn);
-	}
-	return kpt_dma_unmap_lazy(vm, dma, gfn);
-}
-
-/* The engine's dma_sync hook: one IOTLB flush for the lazy unmaps. */
-static void kpt_dma_sync(void *priv)
-{
-	struct kpt_vm *vm = priv;
-	struct kpt_dma *dma = vm->dma;
-
-	if (!dma || dma->gather.start > dma->gather.end)
-		return;
-	iommu_iotlb_sync(dma->domain, &dma->gather);
-	iommu_iotlb_gather_init(&dma->gather);
-	vm->dma_flushes++;
-}
-
-/* Charge n pinned pages to the VMM's RLIMIT_MEMLOCK, as RDMA does. */
-static int kpt_dma_charge(struct kpt_dma *dma, unsigned long n)
-{
-	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-
-	if (atomic64_add_return(n, &dma->mm->pinned_vm) > limit &&
-	    !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(n, &dma->mm->pinned_vm);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Pin the slot's frames below dma->nr_frames, and map those DMA may reach. */
-static int kpt_dma_pin_slot(struct kpt_vm *vm, struct kpt_dma *dma,
-			    struct kvm_memory_slot *slot)
-{
-	u64 gfn = slot->base_gfn;
-	u64 end = min(gfn + slot->npages, dma->nr_frames);
-	unsigned long hva, n;
-	long pinned, i;
-	int ret;
-
-	while (gfn < end) {
-		n = min_t(u64, end - gfn, KPT_PIN_CHUNK);
-		hva = slot->userspace_addr + ((gfn - slot->base_gfn) << PAGE_SHIFT);
-		pinned = kpt_pin_pages(dma->mm, hva, n, dma->pages + gfn);
-		if (pinned <= 0)
-			return pinned ?: -EFAULT;
-		ret = kpt_dma_charge(dma, pinned);
-		if (ret) {
-			unpin_user_pages(dma->pages + gfn, pinned);
-			memset(dma->pages + gfn, 0, pinned * sizeof(*dma->pages));
-			return ret;
-		}
-		dma->nr_pinned += pinned;
-		atomic64_add(pinned, &kpt_dma_pinned_pages);
-		for (i = 0; i < pinned; i++, gfn++) {
-			if (!pt_engine_dma_ok_locked(&vm->engine, gfn))
-				continue;
-			ret = kpt_dma_map(vm, dma, gfn);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
-}
-
-/* Under the engine's lock: the types cannot change while we map. */
-static int kpt_dma_pin_all(struct kpt_vm *vm, struct kpt_dma *dma)
-{
-	struct kvm *kvm = vm->kvm;
-	struct kvm_memory_slot *slot;
-	int idx, bkt, ret = 0;
-
-	if (!mmget_not_zero(kvm->mm))
-		return -ESRCH;
-	idx = srcu_read_lock(&kvm->srcu);
-	kvm_for_each_memslot(slot, bkt, kvm_memslots(kvm)) {
-		/* KVM's private slots and ROM are no DMA target. */
-		if (slot->id >= KVM_USER_MEM_SLOTS ||
-		    (slot->flags & KVM_MEM_READONLY))
-			continue;
-		ret = kpt_dma_pin_slot(vm, dma, slot);
-		if (ret)
-			break;
-	}
-	srcu_read_unlock(&kvm->srcu, idx);
-	mmput(kvm->mm);
-	return ret;
-}
-
-/*
- * Unpin everything, only once no device can reach it: after the domain
- * is detached (which flushes its IOTLB entries) or was never attached.
- */
-static void kpt_dma_unpin(struct kpt_dma *dma)
-{
-	u64 gfn;
-
-	for (gfn = 0; gfn < dma->nr_frames; gfn++) {
-		if (!dma->pages[gfn])
-			continue;
-		/* The device may have written it. */
-		unpin_user_pages_dirty_lock(dma->pages + gfn, 1, true);
-		dma->pages[gfn] = NULL;
-	}
-	atomic64_sub(dma->nr_pinned, &dma->mm->pinned_vm);
-	atomic64_sub(dma->nr_pinned, &kpt_dma_pinned_pages);
-	dma->nr_pinned = 0;
-}
-
-static void kpt_dma_free(struct kpt_dma *dma)
-{
-	bitmap_free(dma->mapped);
-	kvfree(dma->pages);
-	kfree(dma);
-}
-
-/*
- * Undo kpt_dma_confine, in reverse, except that the domain is detached
- * before the pages are unpinned and is freed whole (with every mapping
- * in it) instead of being unmapped frame by frame.
- */
-static void kpt_dma_teardown(struct kpt_dma *dma)
-{
-	iommu_detach_group(dma->domain, dma->group);
-	iommu_domain_free(dma->domain);
-	kpt_dma_unpin(dma);
-	iommu_group_release_dma_owner(dma->group);
-	iommu_group_put(dma->group);
-	pci_dev_put(dma->pdev);
-	kpt_dma_free(dma);
-}
-
-/* Release the VM's device, if any (and if pdev, only that one). */
-static int kpt_dma_release(struct kpt_vm *vm, struct pci_dev *pdev,
-			   const char *why)
-{
-	struct kpt_dma *dma;
-
-	pt_engine_lock(&vm->engine);
-	dma = vm->dma;
-	if (dma && (!pdev || pdev == dma->pdev)) {
-		vm->dma = NULL;
-		WRITE_ONCE(vm->dma_pinned, 0);
-	} else {
-		dma = NULL;
-	}
-	pt_engine_unlock(&vm->engine);
-	if (!dma)
-		return -ENOENT;
-	pci_info(dma->pdev, "released from vm%u (%s)\n", vm->id, why);
-	kpt_dma_teardown(dma);
-	return 0;
-}
-
-/* A memslot went: a device that could reach its pages is released. */
-static void kpt_dma_region_gone(struct kpt_vm *vm, u64 gfn, u64 npages)
-{
-	bool hit = false;
-	u64 end;
-
-	pt_engine_lock(&vm->engine);
-	if (vm->dma) {
-		end = min(gfn + npages, vm->dma->nr_frames);
-		for (; gfn < end && !hit; gfn++)
-			hit = vm->dma->pages[gfn];
-	}
-	pt_engine_unlock(&vm->engine);
-	if (hit)
-		kpt_dma_release(vm, NULL, "a memslot it maps was removed");
-}
-
-static int kpt_count_dev(struct device *dev, void *data)
-{
-	(*(int *)data)++;
-	return 0;
-}
-
-static struct pci_dev *kpt_dma_get_pdev(void __user *argp)
-{
-	struct kvm_pagetype_dma_device d;
-	struct pci_dev *pdev;
-
-	if (copy_from_user(&d, argp, sizeof(d)))
-		return ERR_PTR(-EFAULT);
-	if (d.pad || d.flags || d.pad2 || d.segment > 0xffff)
-		return ERR_PTR(-EINVAL);
-	pdev = pci_get_domain_bus_and_slot(d.segment, d.bus, d.devfn);
-	return pdev ?: ERR_PTR(-ENODEV);
-}
-
-static long kpt_dma_confine(struct kpt_vm *vm, void __user *argp)
-{
-	struct kvm *kvm = vm->kvm;
-	struct kpt_dma *dma;
-	int ret, devices = 0;
-
-	if (kvm->mm != current->mm)
-		return -EPERM;		/* it pins the VMM's memory */
-	if (READ_ONCE(vm->killed))
-		return -EIO;
-	if (vm->engine.nr_frames > KPT_DMA_MAX_FRAMES)
-		return -E2BIG;
-	/* One device per VM (checked again below, under the same lock). */
-	pt_engine_lock(&vm->engine);
-	ret = vm->dma ? -EBUSY : 0;
-	pt_engine_unlock(&vm->engine);
-	if (ret)
-		return ret;
-	dma = kzalloc(sizeof(*dma), GFP_KERNEL_ACCOUNT);
-	if (!dma)
-		return -ENOMEM;
-	dma->nr_frames = vm->engine.nr_frames;
-	dma->mm = kvm->mm;
-	iommu_iotlb_gather_init(&dma->gather);
-	dma->pages = kvcalloc(dma->nr_frames, sizeof(*dma->pages),
-			      GFP_KERNEL_ACCOUNT);
-	dma->mapped = bitmap_zalloc(dma->nr_frames, GFP_KERNEL_ACCOUNT);
-	ret = -ENOMEM;
-	if (!dma->pages || !dma->mapped)
-		goto err_free;
-
-	dma->pdev = kpt_dma_get_pdev(argp);
-	if (IS_ERR(dma->pdev)) {
-		ret = PTR_ERR(dma->pdev);
-		goto err_free;
-	}
-	dma->group = iommu_group_get(&dma->pdev->dev);
-	if (!dma->group) {
-		pci_warn(dma->pdev, "vm%u: not behind an IOMMU, not confined\n",
-			 vm->id);
-		ret = -ENODEV;
-		goto err_put_pdev;
-	}
-	iommu_group_for_each_dev(dma->group, &devices, kpt_count_dev);
-	if (devices != 1) {
-		pci_warn(dma->pdev, "vm%u: IOMMU group %d has %d devices, not confined\n",
-			 vm->id, iommu_group_id(dma->group), devices);
-		ret = -EINVAL;
-		goto err_put_group;
-	}
-	/* From here no DMA-API driver can bind to it, as for vfio-pci. */
-	ret = iommu_group_claim_dma_owner(dma->group, vm);
-	if (ret) {
-		pci_warn(dma->pdev, "vm%u: a driver or another owner holds its DMA (%d), not confined\n",
-			 vm->id, ret);
-		goto err_put_group;
-	}
-	dma->domain = kpt_domain_alloc(dma->pdev);
-	if (IS_ERR(dma->domain)) {
-		ret = PTR_ERR(dma->domain);
-		goto err_release_owner;
-	}
-	ret = iommu_attach_group(dma->domain, dma->group);
-	if (ret)
-		goto err_free_domain;
-
-	pt_engine_lock(&vm->engine);
-	ret = -EBUSY;
-	if (vm->dma)
-		goto err_unlock;
-	ret = kpt_dma_pin_all(vm, dma);
-	if (ret)
-		goto err_unlock;
-	vm->dma = dma;
-	WRITE_ONCE(vm->dma_pinned, dma->nr_pinned);
-	pt_engine_unlock(&vm->engine);
-	pci_info(dma->pdev, "confined to vm%u: %llu pages pinned, DMA to RAM at IOVA = GPA by page type\n",
-		 vm->id, dma->nr_pinned);
-	return 0;
-
-err_unlock:
-	pt_engine_unlock(&vm->engine);
-	iommu_detach_group(dma->domain, dma->group);
-err_free_domain:
-	iommu_domain_free(dma->domain);
-	kpt_dma_unpin(dma);		/* not attached now: unreachable */
-err_release_owner:
-	iommu_group_release_dma_owner(dma->group);
-err_put_group:
-	iommu_group_put(dma->group);
-err_put_pdev:
-	pci_dev_put(dma->pdev);
-err_free:
-	kpt_dma_free(dma);
-	return ret;
-}
-
-static long kpt_dma_release_ioctl(struct kpt_vm *vm, void __user *argp)
-{
-	struct pci_dev *pdev = kpt_dma_get_pdev(argp);
-	int ret;
-
-	if (IS_ERR(pdev))
-		return PTR_ERR(pdev);
-	ret = kpt_dma_release(vm, pdev, "by its VMM");
-	pci_dev_put(pdev);
-	return ret;
-}
-
 static int kpt_read_table(void *priv, u64 gfn, u64 *entries)
 {
 	struct kpt_vm *vm = priv;
@@ -566,46 +82,6 @@ static int kpt_read_table(void *priv, u64 gfn, u64 *entries)
 	idx = srcu_read_lock(&vm->kvm->srcu);
 	ret = kvm_read_guest(vm->kvm, gfn << PAGE_SHIFT, entries, PAGE_SIZE);
 	srcu_read_unlock(&vm->kvm->srcu, idx);
-	return ret;
-}
-
-static int kpt_track(void *priv, u64 gfn, bool on)
-{
-	struct kpt_vm *vm = priv;
-	struct kvm *kvm = vm->kvm;
-	int ret;
-
-	/*
-	 * A killed VM keeps its tracking: its memslots may have gone (the
-	 * count would go negative on a new slot), and it runs no more.
-	 */
-	if (!on && READ_ONCE(vm->killed))
-		return 0;
-#if KERNEL_VERSION(6, 7, 0) > LINUX_VERSION_CODE	/* before 6.7 */
-	{
-		struct kvm_memory_slot *slot;
-		int idx;
-
-		idx = srcu_read_lock(&kvm->srcu);
-		write_lock(&kvm->mmu_lock);
-		slot = gfn_to_memslot(kvm, gfn);
-		ret = slot ? 0 : -EFAULT;
-		if (slot && on)
-			kvm_slot_page_track_add_page(kvm, slot, gfn,
-						     KVM_PAGE_TRACK_WRITE);
-		else if (slot)
-			kvm_slot_page_track_remove_page(kvm, slot, gfn,
-							KVM_PAGE_TRACK_WRITE);
-		write_unlock(&kvm->mmu_lock);
-		srcu_read_unlock(&kvm->srcu, idx);
-	}
-#else
-	/* By gfn: KVM takes kvm->srcu and the mmu_lock itself. */
-	ret = on ? kvm_write_track_add_gfn(kvm, gfn) :
-		   kvm_write_track_remove_gfn(kvm, gfn);
-	if (ret == -EINVAL)
-		ret = -EFAULT;				/* no memslot */
-#endif
 	return ret;
 }
 
@@ -653,8 +129,7 @@ static int kpt_read(struct kvm *kvm, struct kvm_vcpu *vcpu, u64 gpa,
  * batch's or another's) can make the batch's frame a table before the
  * results are written back there.
  */
-static long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa,
-		      u32 count)
+long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa, u32 count)
 {
 	struct kvm_pagetype_op *ops;
 	struct kvm *kvm = vm->kvm;
@@ -697,6 +172,9 @@ static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
 	struct kvm_pagetype_batch b;
 	long ret;
 
+	/* The batch is read and answered through the VMM's own mappings. */
+	if (vm->kvm->mm != current->mm)
+		return -EIO;
 	if (copy_from_user(&b, argp, sizeof(b)))
 		return -EFAULT;
 	ret = kpt_batch(vm, NULL, b.gpa, b.count);
@@ -708,109 +186,7 @@ static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
 	return 0;
 }
 
-/* The fast path: the guest rang the doorbell page (kvm_pagetype.h). */
-static void kpt_doorbell(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa,
-			 const u8 *new, int bytes)
-{
-	u64 ring, db = gpa & PAGE_MASK;
-	u32 result[2] = { 0, 0 };	/* status, done */
-	long ret;
-
-	if (offset_in_page(gpa) != KVM_PAGETYPE_DB_RING_OFF || bytes != 8)
-		return;		/* the rest of the page is the guest's */
-	memcpy(&ring, new, sizeof(ring));
-	vm->doorbells++;
-	ret = kpt_batch(vm, vcpu, ring & GENMASK_ULL(51, 0),
-			ring >> KVM_PAGETYPE_DB_COUNT_SHIFT);
-	if (ret == -EIO)
-		return;		/* killed */
-	if (ret < 0)
-		result[0] = -ret;
-	else
-		result[1] = ret;
-	kvm_vcpu_write_guest(vcpu, db + KVM_PAGETYPE_DB_STATUS_OFF, result,
-			     sizeof(result));
-}
-
-/* Runs in the vCPU thread, after the write landed; may sleep. */
-static void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
-			    int bytes, struct kvm_page_track_notifier_node *node)
-{
-	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
-	u16 rule;
-
-	if (READ_ONCE(vm->killed))
-		return;
-	if ((gpa & PAGE_MASK) == READ_ONCE(vm->doorbell)) {
-		/*
-		 * From 6.7 the vCPU is kvm_get_running_vcpu(): a write no
-		 * vCPU made rings nothing (there is none to answer).
-		 */
-		if (vcpu)
-			kpt_doorbell(vm, vcpu, gpa, new, bytes);
-		return;
-	}
-	rule = pt_engine_write(&vm->engine, gpa, new, bytes);
-	if (rule)
-		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
-}
-
-/*
- * A memslot moves or goes: tracking of its frames is lost with it.  A
- * doorbell there is forgotten (the guest sets it again); a pinned table
- * there kills the VM.  Neither is untracked later: a new slot in the same
- * place has no tracking to remove.
- */
-static void kpt_region_gone(struct kvm_page_track_notifier_node *node,
-			    u64 gfn, u64 npages)
-{
-	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
-
-	if (pt_engine_forget_doorbell(&vm->engine, gfn, npages))
-		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
-	if (pt_engine_has_table(&vm->engine, gfn, npages))
-		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT, gfn << PAGE_SHIFT, 0);
-	kpt_dma_region_gone(vm, gfn, npages);
-}
-
-/*
- * The notifier's shape changed in 6.7: track_write lost its vCPU (it
- * still runs in the vCPU thread) and track_flush_slot became
- * track_remove_region.
- */
-#if KERNEL_VERSION(6, 7, 0) > LINUX_VERSION_CODE	/* before 6.7 */
-static void kpt_track_flush_slot(struct kvm *kvm, struct kvm_memory_slot *slot,
-				 struct kvm_page_track_notifier_node *node)
-{
-	kpt_region_gone(node, slot->base_gfn, slot->npages);
-}
-
-static void kpt_set_notifier(struct kvm_page_track_notifier_node *n)
-{
-	n->track_write = kpt_track_write;
-	n->track_flush_slot = kpt_track_flush_slot;
-}
-#else
-static void kpt_track_write_gpa(gpa_t gpa, const u8 *new, int bytes,
-				struct kvm_page_track_notifier_node *node)
-{
-	kpt_track_write(kvm_get_running_vcpu(), gpa, new, bytes, node);
-}
-
-static void kpt_track_remove_region(gfn_t gfn, unsigned long nr_pages,
-				    struct kvm_page_track_notifier_node *node)
-{
-	kpt_region_gone(node, gfn, nr_pages);
-}
-
-static void kpt_set_notifier(struct kvm_page_track_notifier_node *n)
-{
-	n->track_write = kpt_track_write_gpa;
-	n->track_remove_region = kpt_track_remove_region;
-}
-#endif
-
-static void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
+void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
 {
 	pt_engine_stats(&vm->engine, s);
 	s->kills = READ_ONCE(vm->killed);
@@ -835,7 +211,7 @@ static void kpt_stats_add(struct kvm_pagetype_stats *sum,
 	sum->last_kill = s->last_kill ?: sum->last_kill;
 }
 
-static void kpt_global_stats(struct kvm_pagetype_stats *sum)
+void kpt_global_stats(struct kvm_pagetype_stats *sum)
 {
 	struct kvm_pagetype_stats s;
 	struct kpt_vm *vm;
@@ -851,53 +227,6 @@ static void kpt_global_stats(struct kvm_pagetype_stats *sum)
 	/* What is pinned, whether or not a VM still owns it. */
 	sum->dma_pinned = atomic64_read(&kpt_dma_pinned_pages);
 }
-
-static void kpt_stats_show(struct seq_file *m,
-			   const struct kvm_pagetype_stats *s)
-{
-	static const char * const ops[KVM_PAGETYPE_NR_OPS] = {
-		"null", "pin_l1", "pin_l2", "pin_l3", "pin_l4", "unpin",
-		"to_semi", "to_writable", "set_mode", "query",
-	};
-	int i;
-
-	for (i = 0; i < KVM_PAGETYPE_NR_OPS; i++)
-		seq_printf(m, "op_%s %llu\n", ops[i], s->ops[i]);
-	seq_printf(m, "op_errors %llu\nbatches %llu\nbatches_cut %llu\n",
-		   s->op_errors, s->batches, s->batches_cut);
-	seq_printf(m, "doorbells %llu\n", s->doorbells);
-	seq_printf(m, "validations %llu\nwrites %llu\nwrite_updates %llu\n",
-		   s->validations, s->writes, s->write_updates);
-	seq_printf(m, "violations %llu\nkills %llu\nlast_kill %llu\n",
-		   s->violations, s->kills, s->last_kill);
-	for (i = 0; i < 4; i++)
-		seq_printf(m, "pinned_l%d %llu\n", i + 1, s->pinned[i]);
-	seq_printf(m, "semi %llu\nvms %llu\n", s->semi, s->vms);
-	seq_printf(m, "dma_maps %llu\ndma_unmaps %llu\ndma_flushes %llu\n",
-		   s->dma_maps, s->dma_unmaps, s->dma_flushes);
-	seq_printf(m, "dma_pinned %llu\ndma_devices %llu\n", s->dma_pinned,
-		   s->dma_devices);
-}
-
-static int kpt_vm_debugfs_show(struct seq_file *m, void *unused)
-{
-	struct kvm_pagetype_stats s;
-
-	kpt_vm_stats(m->private, &s);
-	kpt_stats_show(m, &s);
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(kpt_vm_debugfs);
-
-static int kpt_global_debugfs_show(struct seq_file *m, void *unused)
-{
-	struct kvm_pagetype_stats s;
-
-	kpt_global_stats(&s);
-	kpt_stats_show(m, &s);
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(kpt_global_debugfs);
 
 /* The frames the type words cover: up to the end of the highest slot. */
 static u64 kpt_guest_frames(struct kvm *kvm)
@@ -930,7 +259,7 @@ static void kpt_detach(struct kpt_vm *vm)
 	s.dma_devices = 0;
 	kpt_stats_add(&kpt_retired, &s);
 	mutex_unlock(&kpt_vms_lock);
-	debugfs_remove_recursive(vm->debugfs);
+	kpt_debugfs_remove_vm(vm);
 
 	/* After this no notifier runs: synchronize_srcu, so never locked. */
 	kvm_page_track_unregister_notifier(vm->kvm, &vm->notifier);
@@ -945,7 +274,6 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	struct kpt_vm *vm, *other;
 	struct kvm *kvm;
 	struct file *f;
-	char name[16];
 	long ret;
 
 	if (copy_from_user(&a, argp, sizeof(a)))
@@ -1014,9 +342,7 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	kf->vm = vm;
 	mutex_unlock(&kf->lock);
 
-	snprintf(name, sizeof(name), "vm%u", vm->id);
-	vm->debugfs = debugfs_create_file(name, 0400, kpt_debugfs, vm,
-					  &kpt_vm_debugfs_fops);
+	kpt_debugfs_add_vm(vm);
 	return 0;
 
 err_unlock_vms:
@@ -1080,8 +406,26 @@ static long kpt_get_stats(struct kpt_vm *vm, void __user *argp, size_t size)
 	return 0;
 }
 
+static long kpt_reset(struct kpt_vm *vm, void __user *argp)
+{
+	WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
+	pt_engine_reset(&vm->engine);
+	return 0;
+}
+
+static struct kpt_vm *kpt_file_vm(struct kpt_file *kf)
+{
+	struct kpt_vm *vm;
+
+	mutex_lock(&kf->lock);
+	vm = kf->vm;
+	mutex_unlock(&kf->lock);
+	return vm;
+}
+
 static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
+	long (*vm_ioctl)(struct kpt_vm *vm, void __user *argp);
 	struct kpt_file *kf = file->private_data;
 	void __user *argp = (void __user *)arg;
 	struct kpt_vm *vm;
@@ -1091,43 +435,37 @@ static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return KVM_PAGETYPE_ABI_VERSION;
 	case KVM_PAGETYPE_ATTACH:
 		return kpt_attach(kf, argp);
-	}
-
-	mutex_lock(&kf->lock);
-	vm = kf->vm;
-	mutex_unlock(&kf->lock);
-
-	switch (cmd) {
-	case KVM_PAGETYPE_RUN_BATCH:
-		if (!vm)
-			return -ENOENT;
-		if (vm->kvm->mm != current->mm)
-			return -EIO;
-		return kpt_run_batch(vm, argp);
+	/* The global counters need no VM. */
 	case KVM_PAGETYPE_GET_STATS:
-		return kpt_get_stats(vm, argp, sizeof(struct kvm_pagetype_get_stats));
+		return kpt_get_stats(kpt_file_vm(kf), argp,
+				     sizeof(struct kvm_pagetype_get_stats));
 	case KPT_GET_STATS_V1:
-		return kpt_get_stats(vm, argp, KPT_GET_STATS_V1_SIZE);
+		return kpt_get_stats(kpt_file_vm(kf), argp,
+				     KPT_GET_STATS_V1_SIZE);
+	case KVM_PAGETYPE_RUN_BATCH:
+		vm_ioctl = kpt_run_batch;
+		break;
 	case KVM_PAGETYPE_SET_DOORBELL:
-		if (!vm)
-			return -ENOENT;
-		return kpt_set_doorbell(vm, argp);
+		vm_ioctl = kpt_set_doorbell;
+		break;
 	case KVM_PAGETYPE_RESET:
-		if (!vm)
-			return -ENOENT;
-		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
-		pt_engine_reset(&vm->engine);
-		return 0;
+		vm_ioctl = kpt_reset;
+		break;
 	case KVM_PAGETYPE_DMA_CONFINE:
-		if (!vm)
-			return -ENOENT;
-		return kpt_dma_confine(vm, argp);
+		vm_ioctl = kpt_dma_confine;
+		break;
 	case KVM_PAGETYPE_DMA_RELEASE:
-		if (!vm)
-			return -ENOENT;
-		return kpt_dma_release_ioctl(vm, argp);
+		vm_ioctl = kpt_dma_release_ioctl;
+		break;
+	default:
+		return -ENOTTY;
 	}
-	return -ENOTTY;
+
+	/* The others act on the attached VM. */
+	vm = kpt_file_vm(kf);
+	if (!vm)
+		return -ENOENT;
+	return vm_ioctl(vm, argp);
 }
 
 static int kpt_open(struct inode *inode, struct file *file)
@@ -1177,12 +515,10 @@ static int __init kpt_init(void)
 	for (i = 0; i < ARRAY_SIZE(kpt_kill_rs); i++)
 		ratelimit_state_init(&kpt_kill_rs[i], DEFAULT_RATELIMIT_INTERVAL,
 				     DEFAULT_RATELIMIT_BURST);
-	kpt_debugfs = debugfs_create_dir("kvm_pagetype", NULL);
-	debugfs_create_file("global", 0400, kpt_debugfs, NULL,
-			    &kpt_global_debugfs_fops);
+	kpt_debugfs_init();
 	ret = misc_register(&kpt_misc);
 	if (ret) {
-		debugfs_remove_recursive(kpt_debugfs);
+		kpt_debugfs_exit();
 		return ret;
 	}
 	pr_info("ABI %d, /dev/%s\n", KVM_PAGETYPE_ABI_VERSION, kpt_misc.name);
@@ -1193,7 +529,7 @@ static int __init kpt_init(void)
 static void __exit kpt_exit(void)
 {
 	misc_deregister(&kpt_misc);
-	debugfs_remove_recursive(kpt_debugfs);
+	kpt_debugfs_exit();
 }
 
 module_init(kpt_init);

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Write tracking: the engine's track hook write-protects a pinned table
+ * through KVM's page tracking, and KVM's notifier hands each trapped
+ * write to the engine, or rings the doorbell page.  A memslot that goes
+ * takes its tracking with it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kvm_host.h>
+#include <linux/mm.h>
+#include <linux/string.h>
+#include <asm/kvm_page_track.h>
+
+#include "kpt.h"
+#include "kpt_compat.h"
+
+/* The engine's track hook: write-track frame gfn (a pinned table), or stop. */
+int kpt_track(void *priv, u64 gfn, bool on)
+{
+	struct kpt_vm *vm = priv;
+
+	/*
+	 * A killed VM keeps its tracking: its memslots may have gone (the
+	 * count would go negative on a new slot), and it runs no more.
+	 */
+	if (!on && READ_ONCE(vm->killed))
+		return 0;
+	return kpt_write_track(vm->kvm, gfn, on);
+}
+
+/* The fast path: the guest rang the doorbell page (kvm_pagetype.h). */
+static void kpt_doorbell(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa,
+			 const u8 *new, int bytes)
+{
+	u64 ring, db = gpa & PAGE_MASK;
+	u32 result[2] = { 0, 0 };	/* status, done */
+	long ret;
+
+	if (offset_in_page(gpa) != KVM_PAGETYPE_DB_RING_OFF || bytes != 8)
+		return;		/* the rest of the page is the guest's */
+	memcpy(&ring, new, sizeof(ring));
+	vm->doorbells++;
+	ret = kpt_batch(vm, vcpu, ring & GENMASK_ULL(51, 0),
+			ring >> KVM_PAGETYPE_DB_COUNT_SHIFT);
+	if (ret == -EIO)
+		return;		/* killed */
+	if (ret < 0)
+		result[0] = -ret;
+	else
+		result[1] = ret;
+	kvm_vcpu_write_guest(vcpu, db + KVM_PAGETYPE_DB_STATUS_OFF, result,
+			     sizeof(result));
+}
+
+/* Runs in the vCPU thread, after the write landed; may sleep. */
+void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
+		     int bytes, struct kvm_page_track_notifier_node *node)
+{
+	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
+	u16 rule;
+
+	if (READ_ONCE(vm->killed))
+		return;
+	if ((gpa & PAGE_MASK) == READ_ONCE(vm->doorbell)) {
+		/*
+		 * From 6.7 the vCPU is kvm_get_running_vcpu(): a write no
+		 * vCPU made rings nothing (there is none to answer).
+		 */
+		if (vcpu)
+			kpt_doorbell(vm, vcpu, gpa, new, bytes);
+		return;
+	}
+	rule = pt_engine_write(&vm->engine, gpa, new, bytes);
+	if (rule)
+		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
+}
+
+/*
+ * A memslot moves or goes: tracking of its frames is lost with it.  A
+ * doorbell there is forgotten (the guest sets it again); a pinned table
+ * there kills the VM.  Neither is untracked later: a new slot in the same
+ * place has no tracking to remove.
+ */
+void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
+		     u64 npages)
+{
+	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
+
+	if (pt_engine_forget_doorbell(&vm->engine, gfn, npages))
+		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
+	if (pt_engine_has_table(&vm->engine, gfn, npages))
+		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT, gfn << PAGE_SHIFT, 0);
+	kpt_dma_region_gone(vm, gfn, npages);
+}
