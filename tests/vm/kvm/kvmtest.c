@@ -26,8 +26,8 @@ static const uint8_t guest_code[] = {
 
 uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn)
 {
-	KT_ASSERT(gfn * KT_PAGE < vm->mem_size, "frame %#llx",
-		  (unsigned long long)gfn);
+	T_ASSERT(gfn * KT_PAGE < vm->mem_size, "frame %#llx",
+		 (unsigned long long)gfn);
 	return (uint64_t *)(vm->mem + gfn * KT_PAGE);
 }
 
@@ -59,7 +59,7 @@ static void long_mode(struct kt_vm *vm)
 		.base = 0, .limit = 0xffffffff, .present = 1, .s = 1, .g = 1,
 	};
 
-	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
+	T_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
 	s.cr0 = 0x80050033;		/* PG WP NE ET MP PE */
 	s.cr3 = KT_L4_GFN * KT_PAGE;
 	s.cr4 = 0x20;			/* PAE */
@@ -79,7 +79,7 @@ static void long_mode(struct kt_vm *vm)
 	seg.limit = 0x67;
 	seg.selector = 0x18;
 	s.tr = seg;
-	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_SREGS, &s), "KVM_SET_SREGS");
+	T_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_SREGS, &s), "KVM_SET_SREGS");
 }
 
 void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
@@ -89,25 +89,25 @@ void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
 	memset(vm, 0, sizeof(*vm));
 	vm->pt_fd = -1;
 	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	KT_ASSERT(vm->kvm_fd >= 0, "open /dev/kvm");
+	T_ASSERT(vm->kvm_fd >= 0, "open /dev/kvm");
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
-	KT_ASSERT(vm->vm_fd >= 0, "KVM_CREATE_VM");
+	T_ASSERT(vm->vm_fd >= 0, "KVM_CREATE_VM");
 	vm->mem_size = mem_size;
 	vm->mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	KT_ASSERT(vm->mem != MAP_FAILED, "mmap guest memory");
+	T_ASSERT(vm->mem != MAP_FAILED, "mmap guest memory");
 	region = (struct kvm_userspace_memory_region){
 		.slot = 0, .guest_phys_addr = 0, .memory_size = mem_size,
 		.userspace_addr = (uintptr_t)vm->mem,
 	};
-	KT_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region),
-		  "KVM_SET_USER_MEMORY_REGION");
+	T_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region),
+		 "KVM_SET_USER_MEMORY_REGION");
 	vm->vcpu_fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, 0);
-	KT_ASSERT(vm->vcpu_fd >= 0, "KVM_CREATE_VCPU");
+	T_ASSERT(vm->vcpu_fd >= 0, "KVM_CREATE_VCPU");
 	vm->run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       vm->vcpu_fd, 0);
-	KT_ASSERT(vm->run != MAP_FAILED, "mmap kvm_run");
+	T_ASSERT(vm->run != MAP_FAILED, "mmap kvm_run");
 	layout(vm);
 	long_mode(vm);
 }
@@ -131,7 +131,7 @@ int kt_attach(struct kt_vm *vm, uint32_t flags)
 
 	if (vm->pt_fd < 0)
 		vm->pt_fd = open("/dev/kvm-pagetype", O_RDWR | O_CLOEXEC);
-	KT_ASSERT(vm->pt_fd >= 0, "open /dev/kvm-pagetype");
+	T_ASSERT(vm->pt_fd >= 0, "open /dev/kvm-pagetype");
 	if (ioctl(vm->pt_fd, KVM_PAGETYPE_ATTACH, &a))
 		return -errno;
 	vm->nr_frames = a.nr_frames;
@@ -159,8 +159,8 @@ uint16_t kt_op(struct kt_vm *vm, uint16_t code, uint64_t arg)
 	struct kvm_pagetype_op op = { .code = code, .arg = arg };
 	uint32_t done;
 
-	KT_EQ(kt_batch(vm, &op, 1, &done), 0);
-	KT_EQ(done, 1);
+	T_EQ(kt_batch(vm, &op, 1, &done), 0);
+	T_EQ(done, 1);
 	return op.result;
 }
 
@@ -169,8 +169,8 @@ uint32_t kt_query(struct kt_vm *vm, uint64_t gfn)
 	struct kvm_pagetype_op op = { .code = KVM_PAGETYPE_OP_QUERY, .arg = gfn };
 	uint32_t done;
 
-	KT_EQ(kt_batch(vm, &op, 1, &done), 0);
-	KT_EQ(op.result, KVM_PAGETYPE_R_OK);
+	T_EQ(kt_batch(vm, &op, 1, &done), 0);
+	T_EQ(op.result, KVM_PAGETYPE_R_OK);
 	return op.out;
 }
 
@@ -180,7 +180,7 @@ void kt_stats(struct kt_vm *vm, bool global, struct kvm_pagetype_stats *s)
 		.flags = global ? KVM_PAGETYPE_STATS_GLOBAL : 0,
 	};
 
-	KT_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_GET_STATS, &g), "GET_STATS");
+	T_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_GET_STATS, &g), "GET_STATS");
 	*s = g.stats;
 }
 
@@ -219,8 +219,8 @@ static int run_at(struct kt_vm *vm, uint64_t rip, uint64_t rdi, uint64_t rsi,
 		return -1;
 	}
 	if (rax) {
-		KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_REGS, &regs),
-			  "KVM_GET_REGS");
+		T_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_REGS, &regs),
+			 "KVM_GET_REGS");
 		*rax = regs.rax;
 	}
 	return 0;
@@ -230,7 +230,7 @@ int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes)
 {
 	uint64_t code = kt_kva(KT_CODE_GFN * KT_PAGE);
 
-	KT_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
+	T_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
 	return run_at(vm, code + (bytes == 8 ? 0x00 : 0x10), va, val,
 		      PORT_STORE, NULL, 0);
 }
@@ -253,8 +253,8 @@ void kt_pin_user_tables(struct kt_vm *vm)
 	uint32_t done;
 	int i;
 
-	KT_EQ(kt_batch(vm, ops, 4, &done), 0);
-	KT_EQ(done, 4);
+	T_EQ(kt_batch(vm, ops, 4, &done), 0);
+	T_EQ(done, 4);
 	for (i = 0; i < 4; i++)
-		KT_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
+		T_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
 }

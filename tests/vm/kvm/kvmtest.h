@@ -15,15 +15,13 @@
 #ifndef TESTS_VM_KVM_KVMTEST_H
 #define TESTS_VM_KVM_KVMTEST_H
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <linux/kvm.h>
 #include <linux/kvm_pagetype.h>
+
+#include "check.h"
 
 #define KT_PAGE		4096ULL
 #define KT_L4_GFN	1
@@ -49,27 +47,6 @@ struct kt_vm {
 	uint64_t mem_size;
 	uint64_t nr_frames;	/* from the attach */
 };
-
-/* A failed check: file:line, the expression, errno, and exit 1. */
-#define KT_ASSERT(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			int _e = errno;					\
-			fprintf(stderr, "ASSERT %s:%d: %s: ", __FILE__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fprintf(stderr, " (errno %d %s)\n", _e,		\
-				strerror(_e));				\
-			exit(1);					\
-		}							\
-	} while (0)
-
-#define KT_EQ(a, b)							\
-	do {								\
-		unsigned long long _a = (a), _b = (b);			\
-		KT_ASSERT(_a == _b, "%s = %#llx, %s = %#llx", #a, _a,	\
-			  #b, _b);					\
-	} while (0)
 
 static inline uint64_t kt_pte(uint64_t gfn, uint64_t flags)
 {
