@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kvmtest.h"
@@ -257,4 +258,120 @@ void kt_pin_user_tables(struct kt_vm *vm)
 	T_EQ(done, 4);
 	for (i = 0; i < 4; i++)
 		T_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
+}
+
+static struct kt_test *tests;
+
+void kt_register(struct kt_test *t)
+{
+	struct kt_test **p = &tests;
+	char *c;
+
+	t->name = strdup(t->id);
+	T_ASSERT(t->name, "strdup");
+	for (c = t->name; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	/* Constructors run in no promised order: keep the file's. */
+	while (*p && (*p)->line < t->line)
+		p = &(*p)->next;
+	t->next = *p;
+	*p = t;
+}
+
+static struct kt_test *find_test(const char *name)
+{
+	struct kt_test *t;
+
+	for (t = tests; t; t = t->next)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+/* Named on the command line, or, with no names, not a KVMTEST_NAMED(). */
+static bool selected(const struct kt_test *t, int argc, char **argv)
+{
+	int a;
+
+	if (argc == 1)
+		return !t->named_only;
+	for (a = 1; a < argc; a++)
+		if (!strcmp(argv[a], t->name))
+			return true;
+	return false;
+}
+
+/* Run one test in a child; 0 passed, 1 failed, 77 skipped. */
+static int run_test(const struct kt_test *t)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork");
+	if (!pid) {
+		t->fn();
+		exit(0);
+	}
+	T_EQ(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && !WEXITSTATUS(status)) {
+		printf("ok %s\n", t->name);
+		return 0;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("skip %s\n", t->name);
+		return 77;
+	}
+	if (WIFEXITED(status))
+		printf("FAIL %s: exit status %d\n", t->name,
+		       WEXITSTATUS(status));
+	else
+		printf("FAIL %s: %s\n", t->name, strsignal(WTERMSIG(status)));
+	return 1;
+}
+
+int kvmtest_main(int argc, char **argv, void (*setup)(void))
+{
+	int a, ret, passed = 0, failed = 0, skipped = 0;
+	const char *prog = program_invocation_short_name;
+	struct kt_test *t;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "list")) {
+			for (t = tests; t; t = t->next)
+				printf("%s\n", t->name);
+			return 0;
+		}
+		if (!find_test(argv[a])) {
+			fprintf(stderr, "%s: no test %s (%s list)\n", prog,
+				argv[a], prog);
+			return 1;
+		}
+	}
+	for (t = tests; t && !selected(t, argc, argv); t = t->next)
+		;
+	if (!t) {
+		fprintf(stderr, "%s: name the test to run (%s list)\n", prog,
+			prog);
+		return 1;
+	}
+	if (setup)
+		setup();
+	for (t = tests; t; t = t->next) {
+		if (!selected(t, argc, argv))
+			continue;
+		ret = run_test(t);
+		passed += ret == 0;
+		failed += ret == 1;
+		skipped += ret == 77;
+	}
+	printf("# %s: %d passed, %d failed, %d skipped\n", prog, passed,
+	       failed, skipped);
+	if (failed)
+		return 1;
+	return passed ? 0 : 77;
 }

@@ -3,7 +3,7 @@
  * A small KVM-selftests-style library for kvm_pagetype's tests: a level-1
  * program makes its own VM through /dev/kvm, lays out guest memory and
  * 4-level page tables itself, and runs a few guest instructions.  No
- * guest kernel boots.
+ * guest kernel boots.  The tests' runner is at the end.
  *
  * The guest (identity frames, 64-bit, interrupts off):
  *   frame 1 its L4 (CR3); 2, 3, 4 the user half's L3, L2, L1 mapping
@@ -88,5 +88,62 @@ static inline uint64_t kt_kva(uint64_t gpa)
 
 /* Pin the user half's tables L1 up to the L4 (the L4 with kernel half). */
 void kt_pin_user_tables(struct kt_vm *vm);
+
+/*
+ * The runner, after the kernel's kselftest_harness.h.  A program declares
+ * its tests with KVMTEST() and ends with KVMTEST_MAIN():
+ *
+ *	KVMTEST(legal_writes)
+ *	{
+ *		T_EQ(kt_op(&vm, KVM_PAGETYPE_OP_PIN_L1, gfn), KVM_PAGETYPE_R_OK);
+ *	}
+ *	...
+ *	KVMTEST_MAIN(NULL)
+ *
+ *   prog [NAME...]     the tests named, or all; in the order of the file
+ *   prog list          their names
+ *
+ * A test's name is its identifier with '-' for '_'.  Each runs in a child
+ * process, so a failed assertion ends that test only.  The runner prints
+ * "ok NAME", "FAIL NAME: why" or "skip NAME" (T_SKIP) for each, then
+ * "# prog: P passed, F failed, S skipped", and exits 1 if one failed, 77
+ * if all it ran skipped, else 0.  KVMTEST_MAIN's setup, if not NULL, runs
+ * once before the tests, and they inherit what it set up.
+ *
+ * KVMTEST_NAMED() declares a test that runs only when named: one of the
+ * outcomes a caller may expect of the platform (pagetype-npt).
+ */
+struct kt_test {
+	const char *id;
+	void (*fn)(void);
+	int line;
+	bool named_only;
+	char *name;
+	struct kt_test *next;
+};
+
+void kt_register(struct kt_test *t);
+int kvmtest_main(int argc, char **argv, void (*setup)(void));
+
+#define KT_DECLARE(id_, named_only_)					\
+	static void kt_test_##id_(void);				\
+	static struct kt_test kt_desc_##id_ = {				\
+		.id = #id_, .fn = kt_test_##id_, .line = __LINE__,	\
+		.named_only = named_only_,				\
+	};								\
+	static void __attribute__((constructor)) kt_reg_##id_(void)	\
+	{								\
+		kt_register(&kt_desc_##id_);				\
+	}								\
+	static void kt_test_##id_(void)
+
+#define KVMTEST(id)		KT_DECLARE(id, false)
+#define KVMTEST_NAMED(id)	KT_DECLARE(id, true)
+
+#define KVMTEST_MAIN(setup)						\
+	int main(int argc, char **argv)					\
+	{								\
+		return kvmtest_main(argc, argv, setup);			\
+	}
 
 #endif /* TESTS_VM_KVM_KVMTEST_H */

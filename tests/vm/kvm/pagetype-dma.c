@@ -117,7 +117,7 @@ static void new_vm(struct kt_vm *vm)
 	T_EQ(kt_attach(vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
 }
 
-static void test_refusals(void)
+KVMTEST(refusals)
 {
 	struct kvm_pagetype_dma_device d;
 	struct kt_vm vm, other;
@@ -182,14 +182,13 @@ static void test_refusals(void)
 	T_EQ(release(vm.pt_fd, edu), 0);
 	T_EQ(release(vm.pt_fd, edu), -ENOENT);
 	kt_vm_destroy(&vm);
-	printf("ok refusals\n");
 }
 
 /*
  * Coarse mode: DMA lands in writable frames only; a pin unmaps and
  * flushes before it returns, an unpin maps again; the counters say so.
  */
-static void test_coarse(void)
+KVMTEST(coarse)
 {
 	struct kvm_pagetype_stats s0, s;
 	long long pinned0;
@@ -274,11 +273,10 @@ static void test_coarse(void)
 	T_EQ(s.dma_pinned, 0);
 	T_EQ(foll_pinned(), pinned0);
 	kt_vm_destroy(&vm);
-	printf("ok coarse\n");
 }
 
 /* Closing everything, or taking a memslot away, releases the device. */
-static void test_lifetimes(void)
+KVMTEST(lifetimes)
 {
 	struct kvm_userspace_memory_region gone = { .slot = 0 };
 	long long pinned0 = foll_pinned();
@@ -319,7 +317,6 @@ static void test_lifetimes(void)
 	T_EQ(s.dma_devices, 0);
 	T_EQ(s.vms, 0);
 	T_EQ(foll_pinned(), pinned0);
-	printf("ok lifetimes\n");
 }
 
 /*
@@ -331,7 +328,7 @@ static void test_lifetimes(void)
 #define F_SCATTER	0x400
 #define NR_SCATTER	64
 
-static void test_flushes(void)
+KVMTEST(flushes)
 {
 	struct kvm_pagetype_op ops[NR_SCATTER];
 	struct kvm_pagetype_stats s0, s;
@@ -374,7 +371,6 @@ static void test_flushes(void)
 	printf("# scattered frames %#x..%#x step 2\n", F_SCATTER,
 	       F_SCATTER + 2 * (NR_SCATTER - 1));
 	kt_vm_destroy(&vm);
-	printf("ok flushes\n");
 }
 
 /* Run one op on each of NR_SCATTER frames from first, step 2, in a batch. */
@@ -417,7 +413,7 @@ static void expect_dma(struct kt_vm *vm, struct kvm_pagetype_stats *s0,
  */
 #define F_FINE		0x600
 
-static void test_fine(void)
+KVMTEST(fine)
 {
 	struct kvm_pagetype_stats s0;
 	struct kt_vm vm;
@@ -450,7 +446,6 @@ static void test_fine(void)
 	printf("# fine frames %#x..%#x step 2\n", F_FINE,
 	       F_FINE + 2 * (NR_SCATTER - 1));
 	kt_vm_destroy(&vm);
-	printf("ok fine\n");
 }
 
 /* Run ops as one batch, all of them; the caller checks their results. */
@@ -470,7 +465,7 @@ static void batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
  * its type at that point: the IOMMU work is that of the ops that
  * succeeded, no more, and DMA reaches the frame as its final type says.
  */
-static void test_bad_batches(void)
+KVMTEST(bad_batches)
 {
 	struct kvm_pagetype_stats s0;
 	struct kt_vm vm;
@@ -575,7 +570,6 @@ static void test_bad_batches(void)
 	T_EQ(s0.dma_pinned, 1024);
 	T_EQ(s0.kills, 0);
 	kt_vm_destroy(&vm);
-	printf("ok bad-batches\n");
 }
 
 /*
@@ -591,7 +585,7 @@ static void test_bad_batches(void)
 #define F_MODE_C	0x54
 #define F_MODE_D	0x56
 
-static void test_mode_switch(void)
+KVMTEST(mode_switch)
 {
 	struct kvm_pagetype_stats s0;
 	struct kt_vm vm;
@@ -669,7 +663,6 @@ static void test_mode_switch(void)
 	expect_dma(&vm, &s0, 1, 0, 0);
 	T_EQ(s0.kills, 0);
 	kt_vm_destroy(&vm);
-	printf("ok mode-switch\n");
 }
 
 /*
@@ -689,7 +682,7 @@ static void vm_in_flight(struct kt_vm *vm)
 	T_EQ(kt_op(vm, OP(TO_SEMI), F_SEMI), R(OK));
 }
 
-static void test_vm_gone(void)
+KVMTEST(vm_gone)
 {
 	long long pinned0 = foll_pinned();
 	struct kvm_pagetype_stats s;
@@ -738,7 +731,6 @@ static void test_vm_gone(void)
 	T_ASSERT(dma_lands(&vm, F_WRITABLE, 0x92), "DMA in a new VM");
 	kt_vm_destroy(&vm);
 	T_EQ(foll_pinned(), pinned0);
-	printf("ok vm-gone\n");
 }
 
 /*
@@ -777,7 +769,7 @@ static void rounds_pass(struct racer *r, unsigned long n)
 		usleep(1000);
 }
 
-static void test_release_racing(void)
+KVMTEST(release_racing)
 {
 	long long pinned0 = foll_pinned();
 	struct kvm_pagetype_stats s, after;
@@ -818,44 +810,13 @@ static void test_release_racing(void)
 	T_EQ(foll_pinned(), pinned0);
 	printf("# release while batches ran: released after round %lu of %lu, every op R_OK, nothing pinned\n",
 	       at, r.rounds);
-	printf("ok release-racing\n");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
-	{ "refusals", test_refusals },
-	{ "coarse", test_coarse },
-	{ "lifetimes", test_lifetimes },
-	{ "flushes", test_flushes },
-	{ "fine", test_fine },
-	{ "bad-batches", test_bad_batches },
-	{ "mode-switch", test_mode_switch },
-	{ "vm-gone", test_vm_gone },
-	{ "release-racing", test_release_racing },
-};
-
-int main(int argc, char **argv)
+/* edu, found and mapped once: every test's child inherits it. */
+static void dma_setup(void)
 {
-	size_t i;
-	int a;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1 && !strcmp(argv[1], "list")) {
-		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-			printf("%s\n", tests[i].name);
-		return 0;
-	}
 	edu_setup();
 	printf("# edu %s\n", edu_name);
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		bool run = argc == 1;
-
-		for (a = 1; a < argc; a++)
-			run |= !strcmp(argv[a], tests[i].name);
-		if (run)
-			tests[i].fn();
-	}
-	return 0;
 }
+
+KVMTEST_MAIN(dma_setup)

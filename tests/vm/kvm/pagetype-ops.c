@@ -69,7 +69,7 @@ static void expect_healthy(void)
 	kt_vm_destroy(&vm);
 }
 
-static void test_abi(void)
+KVMTEST(abi)
 {
 	struct kvm_pagetype_attach a = { .vm_fd = -1 };
 	struct kvm_pagetype_get_stats g = { 0 };
@@ -128,7 +128,7 @@ static void test_abi(void)
 	kt_vm_destroy(&vm);
 }
 
-static void test_pin(void)
+KVMTEST(pin)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
@@ -197,7 +197,7 @@ static void test_pin(void)
 	kt_vm_destroy(&vm);
 }
 
-static void test_legal_writes(void)
+KVMTEST(legal_writes)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
@@ -260,7 +260,7 @@ static void kill_by_store(uint64_t va, uint64_t val)
 	expect_healthy();
 }
 
-static void test_kill_write(void)
+KVMTEST(kill_write)
 {
 	/* A leaf mapping a table writable. */
 	kill_by_store(ul1_entry(0x102), kt_pte(KT_UL2_GFN, KT_RW));
@@ -289,7 +289,7 @@ static void kill_by_batch(uint64_t gpa, uint32_t count)
 	kt_vm_destroy(&vm);
 }
 
-static void test_batches(void)
+KVMTEST(batches)
 {
 	struct kvm_pagetype_op ops[KVM_PAGETYPE_MAX_BATCH] = { 0 };
 	uint32_t pins = KVM_PAGETYPE_WORK_BUDGET / 512, done, i;
@@ -337,7 +337,7 @@ static void test_batches(void)
  * entries and one of 511 all map frame X.  One more reference is refused:
  * by a pin with R_OVERFLOW, by a guest write with a kill.
  */
-static void test_overflow(void)
+KVMTEST(overflow)
 {
 	const uint64_t x = 0x140, first = 1024, tables = 8192;
 	struct kvm_pagetype_op ops[64];
@@ -389,7 +389,7 @@ static void set_slot(struct kt_vm *vm, uint32_t slot, uint64_t gpa,
 		 "slot %u", slot);
 }
 
-static void test_memslots(void)
+KVMTEST(memslots)
 {
 	static uint64_t extra[2][512 * 256] __attribute__((aligned(4096)));
 	struct kvm_pagetype_stats s;
@@ -447,7 +447,7 @@ static int kvm_debugfs_vms(void)
 	return n;
 }
 
-static void test_lifetimes(void)
+KVMTEST(lifetimes)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
@@ -487,7 +487,7 @@ static void test_lifetimes(void)
 	kt_vm_destroy(&vm);
 }
 
-static void test_modes(void)
+KVMTEST(modes)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
@@ -535,7 +535,7 @@ static int ring(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
 	return kt_guest_store(vm, kt_kva(DB_GFN * KT_PAGE), ring_val, 8);
 }
 
-static void test_doorbell(void)
+KVMTEST(doorbell)
 {
 	struct kvm_pagetype_op ops[2] = {
 		{ .code = OP(NULL) },
@@ -602,7 +602,7 @@ static void test_doorbell(void)
 }
 
 /* The global counters: every VM so far, attached or not. */
-static void test_global(void)
+KVMTEST(global)
 {
 	struct kvm_pagetype_stats g0, g1;
 	struct kt_vm vm;
@@ -621,41 +621,4 @@ static void test_global(void)
 	       (unsigned long long)g1.validations);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
-	{ "abi", test_abi },
-	{ "pin", test_pin },
-	{ "legal-writes", test_legal_writes },
-	{ "kill-write", test_kill_write },
-	{ "batches", test_batches },
-	{ "overflow", test_overflow },
-	{ "memslots", test_memslots },
-	{ "lifetimes", test_lifetimes },
-	{ "modes", test_modes },
-	{ "doorbell", test_doorbell },
-	{ "global", test_global },
-};
-
-int main(int argc, char **argv)
-{
-	size_t i;
-	int a;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		bool run = argc == 1;
-
-		for (a = 1; a < argc; a++) {
-			if (!strcmp(argv[a], "list"))
-				printf("%s\n", tests[i].name);
-			run |= !strcmp(argv[a], tests[i].name);
-		}
-		if (!run)
-			continue;
-		tests[i].fn();
-		printf("ok %s\n", tests[i].name);
-	}
-	return 0;
-}
+KVMTEST_MAIN(NULL)
