@@ -54,17 +54,6 @@ int group_size(const char *dev)
 	return n;
 }
 
-struct kvm_pagetype_dma_device pci_addr(const char *dev)
-{
-	unsigned int seg, bus, slot, fn;
-
-	T_ASSERT(sscanf(dev, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
-		 "PCI name %s", dev);
-	return (struct kvm_pagetype_dma_device){
-		.segment = seg, .bus = bus, .devfn = slot << 3 | fn,
-	};
-}
-
 bool find_device(int want, char *name, size_t len)
 {
 	unsigned int vendor, device;
@@ -103,7 +92,7 @@ void edu_setup(void)
 	T_ASSERT(find_device(0, edu_name, sizeof(edu_name)), "no edu device");
 	T_ASSERT(!has_driver(edu_name), "edu %s has a driver", edu_name);
 	T_EQ(group_size(edu_name), 1);
-	edu = pci_addr(edu_name);
+	edu = kt_pci_addr(edu_name);
 
 	snprintf(path, sizeof(path), SYSPCI "/%s/config", edu_name);
 	fd = open(path, O_RDWR);

@@ -113,6 +113,12 @@ void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
 	long_mode(vm);
 }
 
+void kt_vm_new(struct kt_vm *vm, uint64_t mem_size, uint32_t flags)
+{
+	kt_vm_create(vm, mem_size);
+	T_EQ(kt_attach(vm, flags), 0);
+}
+
 void kt_vm_destroy(struct kt_vm *vm)
 {
 	munmap(vm->run, vm->run_size);
@@ -155,13 +161,20 @@ int kt_batch(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
 	return 0;
 }
 
+void kt_batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
+		  uint32_t count)
+{
+	uint32_t done;
+
+	T_EQ(kt_batch(vm, ops, count, &done), 0);
+	T_EQ(done, count);
+}
+
 uint16_t kt_op(struct kt_vm *vm, uint16_t code, uint64_t arg)
 {
 	struct kvm_pagetype_op op = { .code = code, .arg = arg };
-	uint32_t done;
 
-	T_EQ(kt_batch(vm, &op, 1, &done), 0);
-	T_EQ(done, 1);
+	kt_batch_all(vm, &op, 1);
 	return op.result;
 }
 
@@ -183,6 +196,24 @@ void kt_stats(struct kt_vm *vm, bool global, struct kvm_pagetype_stats *s)
 
 	T_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_GET_STATS, &g), "GET_STATS");
 	*s = g.stats;
+}
+
+int kt_set_doorbell(struct kt_vm *vm, uint64_t gpa)
+{
+	struct kvm_pagetype_doorbell d = { .gpa = gpa };
+
+	return ioctl(vm->pt_fd, KVM_PAGETYPE_SET_DOORBELL, &d) ? -errno : 0;
+}
+
+struct kvm_pagetype_dma_device kt_pci_addr(const char *name)
+{
+	unsigned int seg, bus, slot, fn;
+
+	T_ASSERT(sscanf(name, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
+		 "PCI name %s", name);
+	return (struct kvm_pagetype_dma_device){
+		.segment = seg, .bus = bus, .devfn = slot << 3 | fn,
+	};
 }
 
 static void on_alarm(int sig)
@@ -251,11 +282,9 @@ void kt_pin_user_tables(struct kt_vm *vm)
 		{ .code = KVM_PAGETYPE_OP_PIN_L3, .arg = KT_UL3_GFN },
 		{ .code = KVM_PAGETYPE_OP_PIN_L4, .arg = KT_L4_GFN },
 	};
-	uint32_t done;
 	int i;
 
-	T_EQ(kt_batch(vm, ops, 4, &done), 0);
-	T_EQ(done, 4);
+	kt_batch_all(vm, ops, 4);
 	for (i = 0; i < 4; i++)
 		T_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
 }

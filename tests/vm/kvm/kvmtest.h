@@ -55,6 +55,8 @@ static inline uint64_t kt_pte(uint64_t gfn, uint64_t flags)
 
 /* A VM with mem_size bytes at guest-physical 0, page tables laid out. */
 void kt_vm_create(struct kt_vm *vm, uint64_t mem_size);
+/* kt_vm_create(), then attached with flags. */
+void kt_vm_new(struct kt_vm *vm, uint64_t mem_size, uint32_t flags);
 /* Close every fd, the pagetype one last (it holds the VM). */
 void kt_vm_destroy(struct kt_vm *vm);
 uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn);
@@ -65,10 +67,17 @@ int kt_attach(struct kt_vm *vm, uint32_t flags);
 /* Run ops as one batch at KT_BATCH_GFN; 0 with results in ops, or -errno. */
 int kt_batch(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
 	     uint32_t *done);
+/* kt_batch(), asserting that it ran every op; the caller checks results. */
+void kt_batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
+		  uint32_t count);
 /* One op; returns its result code, asserting the batch ran. */
 uint16_t kt_op(struct kt_vm *vm, uint16_t code, uint64_t arg);
 uint32_t kt_query(struct kt_vm *vm, uint64_t gfn);
 void kt_stats(struct kt_vm *vm, bool global, struct kvm_pagetype_stats *s);
+/* KVM_PAGETYPE_SET_DOORBELL; 0 or -errno. */
+int kt_set_doorbell(struct kt_vm *vm, uint64_t gpa);
+/* The address of PCI device "SSSS:BB:DD.F" for the DMA ioctls. */
+struct kvm_pagetype_dma_device kt_pci_addr(const char *name);
 
 /*
  * Guest actions: one instruction, then an I/O exit.  Each returns 0, or

@@ -219,22 +219,15 @@ static int dma_bench(const char *dev, uint32_t frames)
 {
 	static const uint32_t sizes[] = { 1, 8, 64, DMA_MAX };
 	struct dma_cost fine[4], coarse[4];
-	struct kvm_pagetype_dma_device d = { 0 };
-	unsigned int seg, bus, slot, fn;
+	struct kvm_pagetype_dma_device d = kt_pci_addr(dev);
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
 	size_t i;
 
-	T_ASSERT(sscanf(dev, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
-		 "PCI name %s", dev);
-	d.segment = seg;
-	d.bus = bus;
-	d.devfn = slot << 3 | fn;
 	frames = frames ? (frames + DMA_MAX - 1) / DMA_MAX * DMA_MAX : DMA_MAX;
 
-	kt_vm_create(&vm, 8 << 20);
+	kt_vm_new(&vm, 8 << 20, 0);
 	T_ASSERT(DMA_GFN(DMA_MAX - 1) < vm.mem_size / KT_PAGE, "VM size");
-	T_EQ(kt_attach(&vm, 0), 0);
 	T_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_CONFINE, &d),
 		 "DMA_CONFINE %s", dev);
 	kt_stats(&vm, false, &s);
@@ -292,7 +285,6 @@ int main(int argc, char **argv)
 {
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 100000;
 	struct kvm_pagetype_op null = { .code = KVM_PAGETYPE_OP_NULL };
-	struct kvm_pagetype_doorbell d = { .gpa = DB_GFN * KT_PAGE };
 	uint32_t tables = ((n / 100) + 63) & ~63U;	/* 64 to a batch */
 	double base, t, store, trapped, pin, unpin;
 	uint8_t *code;
@@ -304,15 +296,14 @@ int main(int argc, char **argv)
 				 strtoul(argv[3], NULL, 0) : 4096);
 	if (!tables)
 		tables = 64;
-	kt_vm_create(&vm, 8 << 20);
-	T_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	kt_vm_new(&vm, 8 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	code = (uint8_t *)kt_frame(&vm, KT_CODE_GFN);
 	memcpy(code + LOOP_OUT, loop_out, sizeof(loop_out));
 	memcpy(code + LOOP_STORE, loop_store, sizeof(loop_store));
 	memcpy(kt_frame(&vm, KT_BATCH_GFN), &null, sizeof(null));
 	memcpy((uint8_t *)kt_frame(&vm, DB_GFN) + 16, &null, sizeof(null));
-	T_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_SET_DOORBELL, &d), "doorbell");
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
 
 	printf("kvm_pagetype, %llu of each (level 1 under TCG, its guest under "
 	       "KVM; ratios only)\n", (unsigned long long)n);

@@ -113,8 +113,7 @@ static int release(int fd, struct kvm_pagetype_dma_device d)
 
 static void new_vm(struct kt_vm *vm)
 {
-	kt_vm_create(vm, 4 << 20);
-	T_EQ(kt_attach(vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	kt_vm_new(vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 }
 
 KVMTEST(refusals)
@@ -144,13 +143,13 @@ KVMTEST(refusals)
 	T_EQ(confine(vm.pt_fd, d), -ENODEV);
 	T_EQ(release(vm.pt_fd, edu), -ENOENT);	/* not confined */
 	if (find_device(1, name, sizeof(name))) {
-		T_EQ(confine(vm.pt_fd, pci_addr(name)), -EINVAL);
+		T_EQ(confine(vm.pt_fd, kt_pci_addr(name)), -EINVAL);
 		printf("# %s shares its IOMMU group: refused\n", name);
 	} else {
 		printf("# no device shares an IOMMU group here: not tried\n");
 	}
 	if (find_device(2, name, sizeof(name))) {
-		T_EQ(confine(vm.pt_fd, pci_addr(name)), -EPERM);
+		T_EQ(confine(vm.pt_fd, kt_pci_addr(name)), -EPERM);
 		T_ASSERT(has_driver(name), "%s lost its driver", name);
 		printf("# %s has a driver: refused\n", name);
 	} else {
@@ -328,27 +327,33 @@ KVMTEST(lifetimes)
 #define F_SCATTER	0x400
 #define NR_SCATTER	64
 
+/* Run one op on each of NR_SCATTER frames from first, step 2, in a batch. */
+static void scatter_batch(struct kt_vm *vm, uint16_t code, uint64_t first)
+{
+	struct kvm_pagetype_op ops[NR_SCATTER];
+	int i;
+
+	for (i = 0; i < NR_SCATTER; i++)
+		ops[i] = (struct kvm_pagetype_op){
+			.code = code, .arg = first + 2 * i,
+		};
+	kt_batch_all(vm, ops, NR_SCATTER);
+	for (i = 0; i < NR_SCATTER; i++)
+		T_EQ(ops[i].result, R(OK));
+}
+
 KVMTEST(flushes)
 {
 	struct kvm_pagetype_op ops[NR_SCATTER];
 	struct kvm_pagetype_stats s0, s;
 	struct kt_vm vm;
-	uint32_t done;
 	int i;
 
-	kt_vm_create(&vm, 8 << 20);
-	T_EQ(kt_attach(&vm, 0), 0);
+	kt_vm_new(&vm, 8 << 20, 0);
 	T_EQ(confine(vm.pt_fd, edu), 0);
 	kt_stats(&vm, false, &s0);
 	T_EQ(s0.dma_pinned, 2048);
-	for (i = 0; i < NR_SCATTER; i++)
-		ops[i] = (struct kvm_pagetype_op){
-			.code = OP(PIN_L1), .arg = F_SCATTER + 2 * i,
-		};
-	T_EQ(kt_batch(&vm, ops, NR_SCATTER, &done), 0);
-	T_EQ(done, NR_SCATTER);
-	for (i = 0; i < NR_SCATTER; i++)
-		T_EQ(ops[i].result, R(OK));
+	scatter_batch(&vm, OP(PIN_L1), F_SCATTER);
 	kt_stats(&vm, false, &s);
 	T_EQ(s.dma_unmaps - s0.dma_unmaps, NR_SCATTER);
 	T_EQ(s.dma_flushes - s0.dma_flushes, NR_SCATTER);
@@ -360,8 +365,7 @@ KVMTEST(flushes)
 		ops[i] = (struct kvm_pagetype_op){
 			.code = OP(UNPIN), .arg = F_SCATTER + 2 * i,
 		};
-	T_EQ(kt_batch(&vm, ops, NR_SCATTER, &done), 0);
-	T_EQ(done, NR_SCATTER);
+	kt_batch_all(&vm, ops, NR_SCATTER);
 	kt_stats(&vm, false, &s);
 	T_EQ(s.dma_maps - s0.dma_maps, NR_SCATTER);
 	T_EQ(s.dma_unmaps - s0.dma_unmaps, 0);
@@ -371,23 +375,6 @@ KVMTEST(flushes)
 	printf("# scattered frames %#x..%#x step 2\n", F_SCATTER,
 	       F_SCATTER + 2 * (NR_SCATTER - 1));
 	kt_vm_destroy(&vm);
-}
-
-/* Run one op on each of NR_SCATTER frames from first, step 2, in a batch. */
-static void scatter_batch(struct kt_vm *vm, uint16_t code, uint64_t first)
-{
-	struct kvm_pagetype_op ops[NR_SCATTER];
-	uint32_t done;
-	int i;
-
-	for (i = 0; i < NR_SCATTER; i++)
-		ops[i] = (struct kvm_pagetype_op){
-			.code = code, .arg = first + 2 * i,
-		};
-	T_EQ(kt_batch(vm, ops, NR_SCATTER, &done), 0);
-	T_EQ(done, NR_SCATTER);
-	for (i = 0; i < NR_SCATTER; i++)
-		T_EQ(ops[i].result, R(OK));
 }
 
 /* The counters' changes since *s0, which becomes now. */
@@ -418,8 +405,7 @@ KVMTEST(fine)
 	struct kvm_pagetype_stats s0;
 	struct kt_vm vm;
 
-	kt_vm_create(&vm, 8 << 20);
-	T_EQ(kt_attach(&vm, 0), 0);
+	kt_vm_new(&vm, 8 << 20, 0);
 	T_EQ(confine(vm.pt_fd, edu), 0);
 	T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
 	T_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(MODE));
@@ -446,16 +432,6 @@ KVMTEST(fine)
 	printf("# fine frames %#x..%#x step 2\n", F_FINE,
 	       F_FINE + 2 * (NR_SCATTER - 1));
 	kt_vm_destroy(&vm);
-}
-
-/* Run ops as one batch, all of them; the caller checks their results. */
-static void batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
-		      uint32_t count)
-{
-	uint32_t done;
-
-	T_EQ(kt_batch(vm, ops, count, &done), 0);
-	T_EQ(done, count);
 }
 
 /*
@@ -492,7 +468,7 @@ KVMTEST(bad_batches)
 			ops[i] = (struct kvm_pagetype_op){
 				.code = codes[i / 4], .arg = out[i % 4],
 			};
-		batch_all(&vm, ops, 16);
+		kt_batch_all(&vm, ops, 16);
 		for (i = 0; i < 16; i++)
 			T_EQ(ops[i].result, R(RANGE));
 		expect_dma(&vm, &s0, 0, 0, 0);
@@ -525,7 +501,7 @@ KVMTEST(bad_batches)
 		};
 
 		memset(kt_frame(&vm, F_SEMI), 0, KT_PAGE);
-		batch_all(&vm, ops, 9);
+		kt_batch_all(&vm, ops, 9);
 		for (i = 0; i < 9; i++)
 			T_EQ(ops[i].result, want[i]);
 		expect_dma(&vm, &s0, 1, 2, 2);
@@ -555,7 +531,7 @@ KVMTEST(bad_batches)
 		     R(OK));
 		memset(kt_frame(&vm, F_TABLE), 0, KT_PAGE);
 		kt_stats(&vm, false, &s0);
-		batch_all(&vm, ops, 5);
+		kt_batch_all(&vm, ops, 5);
 		for (i = 0; i < 5; i++)
 			T_EQ(ops[i].result, want[i]);
 		expect_dma(&vm, &s0, 1, 2, 2);
@@ -603,7 +579,7 @@ KVMTEST(mode_switch)
 			{ .code = OP(TO_SEMI), .arg = F_MODE_B },
 		};
 
-		batch_all(&vm, ops, 2);
+		kt_batch_all(&vm, ops, 2);
 		T_EQ(ops[0].result, R(OK));
 		T_EQ(ops[1].result, R(OK));
 	}
@@ -648,7 +624,7 @@ KVMTEST(mode_switch)
 			R(OK), R(OK), R(MODE), R(OK), R(OK), R(OK),
 		};
 
-		batch_all(&vm, ops, 6);
+		kt_batch_all(&vm, ops, 6);
 		for (i = 0; i < 6; i++)
 			T_EQ(ops[i].result, want[i]);
 	}

@@ -31,8 +31,7 @@ static uint32_t word(uint32_t type, uint32_t flags, uint32_t count)
 
 static void new_vm(struct kt_vm *vm, uint64_t size, uint32_t flags)
 {
-	kt_vm_create(vm, size);
-	T_EQ(kt_attach(vm, flags), 0);
+	kt_vm_new(vm, size, flags);
 	T_EQ(vm->nr_frames, size / KT_PAGE);
 }
 
@@ -319,8 +318,7 @@ KVMTEST(batches)
 	/* A full batch of cheap ops runs whole, errors and all. */
 	for (i = 0; i < KVM_PAGETYPE_MAX_BATCH; i++)
 		ops[i] = (struct kvm_pagetype_op){ .code = i % 2 ? OP(NULL) : 77 };
-	T_EQ(kt_batch(&vm, ops, KVM_PAGETYPE_MAX_BATCH, &done), 0);
-	T_EQ(done, KVM_PAGETYPE_MAX_BATCH);
+	kt_batch_all(&vm, ops, KVM_PAGETYPE_MAX_BATCH);
 	T_EQ(ops[0].result, R(INVAL));
 	T_EQ(ops[1].result, R(OK));
 	/* The batch's own frame cannot be pinned by it. */
@@ -343,21 +341,19 @@ KVMTEST(overflow)
 	struct kvm_pagetype_op ops[64];
 	struct kt_vm vm;
 	uint64_t t, i;
-	uint32_t done;
+	uint32_t n;
 
 	new_vm(&vm, 40 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	for (t = first; t < first + tables; t++)
 		for (i = 0; i < 512; i++)
 			kt_frame(&vm, t)[i] = kt_pte(x, KT_RW);
-	for (t = 0; t < tables - 1; t += done) {
-		uint32_t n = tables - 1 - t < 64 ? tables - 1 - t : 64;
-
+	for (t = 0; t < tables - 1; t += n) {
+		n = tables - 1 - t < 64 ? tables - 1 - t : 64;
 		for (i = 0; i < n; i++)
 			ops[i] = (struct kvm_pagetype_op){
 				.code = OP(PIN_L1), .arg = first + t + i };
-		T_EQ(kt_batch(&vm, ops, n, &done), 0);
-		T_EQ(done, n);
+		kt_batch_all(&vm, ops, n);
 		for (i = 0; i < n; i++)
 			T_EQ(ops[i].result, R(OK));
 	}
@@ -374,8 +370,6 @@ KVMTEST(overflow)
 	kt_vm_destroy(&vm);
 	expect_healthy();
 }
-
-static int set_doorbell(struct kt_vm *vm, uint64_t gpa);
 
 static void set_slot(struct kt_vm *vm, uint32_t slot, uint64_t gpa,
 		     uint64_t size, void *mem)
@@ -416,7 +410,7 @@ KVMTEST(memslots)
 	 * would take KVM's track count below zero: a WARN on the host).
 	 */
 	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
-	T_EQ(set_doorbell(&vm, 1100 * KT_PAGE), 0);
+	T_EQ(kt_set_doorbell(&vm, 1100 * KT_PAGE), 0);
 	set_slot(&vm, 1, 4 << 20, 0, extra[0]);
 	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
 	T_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
@@ -517,13 +511,6 @@ KVMTEST(modes)
 	kt_vm_destroy(&vm);
 }
 
-static int set_doorbell(struct kt_vm *vm, uint64_t gpa)
-{
-	struct kvm_pagetype_doorbell d = { .gpa = gpa };
-
-	return ioctl(vm->pt_fd, KVM_PAGETYPE_SET_DOORBELL, &d) ? -errno : 0;
-}
-
 #define DB_GFN		9
 #define DB_BATCH_GFN	10
 
@@ -549,10 +536,10 @@ KVMTEST(doorbell)
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	db = (uint32_t *)kt_frame(&vm, DB_GFN);
-	T_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE + 8), -EINVAL);
-	T_EQ(set_doorbell(&vm, 4 << 20), -ERANGE);
-	T_EQ(set_doorbell(&vm, KT_UL1_GFN * KT_PAGE), -EBUSY);
-	T_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE + 8), -EINVAL);
+	T_EQ(kt_set_doorbell(&vm, 4 << 20), -ERANGE);
+	T_EQ(kt_set_doorbell(&vm, KT_UL1_GFN * KT_PAGE), -EBUSY);
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
 	T_EQ(kt_op(&vm, OP(PIN_L1), DB_GFN), R(BUSY));
 
 	/* One store runs the batch; results are there when it completes. */
@@ -594,7 +581,7 @@ KVMTEST(doorbell)
 	T_EQ(s.pinned[0] + s.pinned[3], 0);
 	T_EQ(s.kills, 0);
 	/* A malformed ring kills, like a malformed ioctl batch. */
-	T_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
 	T_EQ(ring(&vm, ops, 1, KVM_PAGETYPE_DB_RING(bgpa, 0)), -EIO);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_BATCH);
 	kt_vm_destroy(&vm);
