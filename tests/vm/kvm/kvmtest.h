@@ -121,6 +121,11 @@ void kt_pin_user_tables(struct kt_vm *vm);
  *
  * KVMTEST_NAMED() declares a test that runs only when named: one of the
  * outcomes a caller may expect of the platform (pagetype-npt).
+ *
+ * The tools built on this library, pagetype-bench and edu-dma, are not
+ * tests and keep main() of their own: they take operands (a count, a PCI
+ * name, an address) rather than test names, and print figures or do one
+ * transfer that the caller judges.
  */
 struct kt_test {
 	const char *id;
