@@ -75,7 +75,7 @@ static void find_device(char *bdf, size_t len, int *group)
 	snprintf(path, sizeof(path), "%s/iommu_group", dir);
 	snprintf(bdf, len, "%s", strrchr(dir, '/') + 1);
 	n = readlink(path, link, sizeof(link) - 1);
-	VM_ASSERT_ERRNO(n > 0, "iommu_group (no guest IOMMU?)");
+	T_ASSERT(n > 0, "iommu_group (no guest IOMMU?)");
 	link[n] = '\0';
 	*group = atoi(basename(link));
 }
@@ -85,15 +85,15 @@ static void *map_region(int fd, unsigned int index, size_t min)
 	struct vfio_region_info reg = { .argsz = sizeof(reg), .index = index };
 	void *p;
 
-	VM_ASSERT_ERRNO(ioctl(fd, VFIO_DEVICE_GET_REGION_INFO, &reg) == 0,
-			"VFIO_DEVICE_GET_REGION_INFO");
-	VM_ASSERT(reg.flags & VFIO_REGION_INFO_FLAG_MMAP,
-		  "region %u cannot be mapped", index);
-	VM_ASSERT(reg.size >= min, "region %u: %llu bytes, want %zu", index,
-		  (unsigned long long)reg.size, min);
+	T_ASSERT(ioctl(fd, VFIO_DEVICE_GET_REGION_INFO, &reg) == 0,
+		 "VFIO_DEVICE_GET_REGION_INFO");
+	T_ASSERT(reg.flags & VFIO_REGION_INFO_FLAG_MMAP,
+		 "region %u cannot be mapped", index);
+	T_ASSERT(reg.size >= min, "region %u: %llu bytes, want %zu", index,
+		 (unsigned long long)reg.size, min);
 	p = mmap(NULL, reg.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		 reg.offset);
-	VM_ASSERT_ERRNO(p != MAP_FAILED, "mmap region");
+	T_ASSERT(p != MAP_FAILED, "mmap region");
 	return p;
 }
 
@@ -106,13 +106,13 @@ static void set_bus_master(int fd)
 	};
 	uint16_t cmd;
 
-	VM_ASSERT_ERRNO(ioctl(fd, VFIO_DEVICE_GET_REGION_INFO, &reg) == 0,
-			"config region");
-	VM_ASSERT_ERRNO(pread(fd, &cmd, sizeof(cmd), reg.offset + PCI_COMMAND)
-			== sizeof(cmd), "read PCI_COMMAND");
+	T_ASSERT(ioctl(fd, VFIO_DEVICE_GET_REGION_INFO, &reg) == 0,
+		 "config region");
+	T_ASSERT(pread(fd, &cmd, sizeof(cmd), reg.offset + PCI_COMMAND)
+		 == sizeof(cmd), "read PCI_COMMAND");
 	cmd |= PCI_COMMAND_MASTER;
-	VM_ASSERT_ERRNO(pwrite(fd, &cmd, sizeof(cmd), reg.offset + PCI_COMMAND)
-			== sizeof(cmd), "write PCI_COMMAND");
+	T_ASSERT(pwrite(fd, &cmd, sizeof(cmd), reg.offset + PCI_COMMAND)
+		 == sizeof(cmd), "write PCI_COMMAND");
 }
 
 /* MSI-X vector 0 to an eventfd. */
@@ -126,20 +126,20 @@ static int set_irq(int fd)
 	struct vfio_irq_set *set = (struct vfio_irq_set *)buf;
 	int32_t efd;
 
-	VM_ASSERT_ERRNO(ioctl(fd, VFIO_DEVICE_GET_IRQ_INFO, &irq) == 0,
-			"VFIO_DEVICE_GET_IRQ_INFO");
-	VM_ASSERT(irq.count >= 1 && (irq.flags & VFIO_IRQ_INFO_EVENTFD),
-		  "no MSI-X vector to signal an eventfd");
+	T_ASSERT(ioctl(fd, VFIO_DEVICE_GET_IRQ_INFO, &irq) == 0,
+		 "VFIO_DEVICE_GET_IRQ_INFO");
+	T_ASSERT(irq.count >= 1 && (irq.flags & VFIO_IRQ_INFO_EVENTFD),
+		 "no MSI-X vector to signal an eventfd");
 	efd = eventfd(0, EFD_CLOEXEC);
-	VM_ASSERT_ERRNO(efd >= 0, "eventfd");
+	T_ASSERT(efd >= 0, "eventfd");
 	set->argsz = sizeof(buf);
 	set->flags = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
 	set->index = VFIO_PCI_MSIX_IRQ_INDEX;
 	set->start = 0;
 	set->count = 1;
 	memcpy(set->data, &efd, sizeof(efd));
-	VM_ASSERT_ERRNO(ioctl(fd, VFIO_DEVICE_SET_IRQS, set) == 0,
-			"VFIO_DEVICE_SET_IRQS");
+	T_ASSERT(ioctl(fd, VFIO_DEVICE_SET_IRQS, set) == 0,
+		 "VFIO_DEVICE_SET_IRQS");
 	return efd;
 }
 
@@ -151,25 +151,25 @@ static void open_device(struct dev *dev)
 
 	find_device(bdf, sizeof(bdf), &gid);
 	container = open("/dev/vfio/vfio", O_RDWR);
-	VM_ASSERT_ERRNO(container >= 0, "/dev/vfio/vfio");
-	VM_ASSERT(ioctl(container, VFIO_GET_API_VERSION) == VFIO_API_VERSION,
-		  "unknown VFIO API version");
-	VM_ASSERT(ioctl(container, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU) == 1,
-		  "no type 1 IOMMU");
+	T_ASSERT(container >= 0, "/dev/vfio/vfio");
+	T_ASSERT(ioctl(container, VFIO_GET_API_VERSION) == VFIO_API_VERSION,
+		 "unknown VFIO API version");
+	T_ASSERT(ioctl(container, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU) == 1,
+		 "no type 1 IOMMU");
 	snprintf(path, sizeof(path), "/dev/vfio/%d", gid);
 	group = open(path, O_RDWR);
-	VM_ASSERT_ERRNO(group >= 0, path);
-	VM_ASSERT_ERRNO(ioctl(group, VFIO_GROUP_GET_STATUS, &status) == 0,
-			"VFIO_GROUP_GET_STATUS");
-	VM_ASSERT(status.flags & VFIO_GROUP_FLAGS_VIABLE,
-		  "group %d is not viable (%s not bound to vfio-pci?)", gid,
-		  bdf);
-	VM_ASSERT_ERRNO(ioctl(group, VFIO_GROUP_SET_CONTAINER, &container) == 0,
-			"VFIO_GROUP_SET_CONTAINER");
-	VM_ASSERT_ERRNO(ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1_IOMMU) == 0,
-			"VFIO_SET_IOMMU");
+	T_ASSERT(group >= 0, "%s", path);
+	T_ASSERT(ioctl(group, VFIO_GROUP_GET_STATUS, &status) == 0,
+		 "VFIO_GROUP_GET_STATUS");
+	T_ASSERT(status.flags & VFIO_GROUP_FLAGS_VIABLE,
+		 "group %d is not viable (%s not bound to vfio-pci?)", gid,
+		 bdf);
+	T_ASSERT(ioctl(group, VFIO_GROUP_SET_CONTAINER, &container) == 0,
+		 "VFIO_GROUP_SET_CONTAINER");
+	T_ASSERT(ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1_IOMMU) == 0,
+		 "VFIO_SET_IOMMU");
 	dev->fd = ioctl(group, VFIO_GROUP_GET_DEVICE_FD, bdf);
-	VM_ASSERT_ERRNO(dev->fd >= 0, "VFIO_GROUP_GET_DEVICE_FD");
+	T_ASSERT(dev->fd >= 0, "VFIO_GROUP_GET_DEVICE_FD");
 
 	dev->regs = map_region(dev->fd, VFIO_PCI_BAR0_REGION_INDEX, 16);
 	dev->sides = map_region(dev->fd, VFIO_PCI_BAR2_REGION_INDEX,
@@ -186,10 +186,10 @@ static uint64_t wait_one(struct dev *dev, int ms)
 	int ret;
 
 	ret = poll(&pfd, 1, ms);
-	VM_ASSERT_ERRNO(ret >= 0, "poll");
+	T_ASSERT(ret >= 0, "poll");
 	if (ret == 1)
-		VM_ASSERT_ERRNO(read(dev->efd, &n, sizeof(n)) == sizeof(n),
-				"eventfd read");
+		T_ASSERT(read(dev->efd, &n, sizeof(n)) == sizeof(n),
+			 "eventfd read");
 	return n;
 }
 
@@ -207,12 +207,12 @@ int main(int argc, char **argv)
 	uint64_t ready;
 	struct timespec t0, t1;
 
-	VM_ASSERT((argc == 3 || argc == 4) && (!strcmp(argv[1], "ping") ||
-					       !strcmp(argv[1], "pong")),
-		  "usage: ivshmem-pingpong ping|pong ROUNDS [RUN]");
+	T_ASSERT((argc == 3 || argc == 4) && (!strcmp(argv[1], "ping") ||
+					      !strcmp(argv[1], "pong")),
+		 "usage: ivshmem-pingpong ping|pong ROUNDS [RUN]");
 	ping = !strcmp(argv[1], "ping");
 	rounds = atoi(argv[2]);
-	VM_ASSERT(rounds > 0, "bad ROUNDS %s", argv[2]);
+	T_ASSERT(rounds > 0, "bad ROUNDS %s", argv[2]);
 	ready = READY + (argc == 4 ? strtoul(argv[3], NULL, 0) : 0);
 
 	open_device(&dev);
@@ -222,11 +222,11 @@ int main(int argc, char **argv)
 	__atomic_store_n(&me->ready, ready, __ATOMIC_RELEASE);
 	for (int t = 0; __atomic_load_n(&other->ready, __ATOMIC_ACQUIRE) != ready;
 	     t++) {
-		VM_ASSERT(t < 120000, "peer never ready");
+		T_ASSERT(t < 120000, "peer never ready");
 		usleep(1000);
 	}
 	peer = other->id;
-	VM_ASSERT(peer != me->id, "peer has our id %u", peer);
+	T_ASSERT(peer != me->id, "peer has our id %u", peer);
 
 	if (ping) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -235,11 +235,11 @@ int main(int argc, char **argv)
 
 			ring(&dev, peer);
 			n = wait_one(&dev, 10000);
-			VM_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
-				  (unsigned long long)n, n ? "spurious" : "lost");
+			T_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
+				 (unsigned long long)n, n ? "spurious" : "lost");
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		VM_ASSERT(wait_one(&dev, 500) == 0, "spurious interrupt after");
+		T_ASSERT(wait_one(&dev, 500) == 0, "spurious interrupt after");
 		printf("pingpong vfio: %d round trips, each interrupt exactly "
 		       "once, %.1f us per round trip\n", rounds,
 		       ((t1.tv_sec - t0.tv_sec) * 1e9 +
@@ -248,11 +248,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < rounds; i++) {
 			uint64_t n = wait_one(&dev, 60000);
 
-			VM_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
-				  (unsigned long long)n, n ? "spurious" : "lost");
+			T_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
+				 (unsigned long long)n, n ? "spurious" : "lost");
 			ring(&dev, peer);
 		}
-		VM_ASSERT(wait_one(&dev, 1000) == 0, "spurious interrupt after");
+		T_ASSERT(wait_one(&dev, 1000) == 0, "spurious interrupt after");
 		printf("pingpong vfio: %d interrupts, each exactly once\n",
 		       rounds);
 	}

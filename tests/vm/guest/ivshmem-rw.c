@@ -29,8 +29,8 @@ static int open_bar2(size_t *size)
 	vm_find_pci(IVSHMEM_VENDOR, IVSHMEM_DEVICE, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/resource2", dir);
 	fd = open(path, O_RDWR | O_SYNC);
-	VM_ASSERT_ERRNO(fd >= 0, path);
-	VM_ASSERT_ERRNO(fstat(fd, &st) == 0, path);
+	T_ASSERT(fd >= 0, "%s", path);
+	T_ASSERT(fstat(fd, &st) == 0, "%s", path);
 	*size = st.st_size;
 	return fd;
 }
@@ -50,14 +50,14 @@ int main(int argc, char **argv)
 	double deadline;
 	int fd;
 
-	VM_ASSERT(argc >= 4, "usage: ivshmem-rw write|wait OFFSET STRING [TIMEOUT_MS]");
+	T_ASSERT(argc >= 4, "usage: ivshmem-rw write|wait OFFSET STRING [TIMEOUT_MS]");
 	fd = open_bar2(&size);
 	off = strtoul(argv[2], NULL, 0);
 	len = strlen(argv[3]);
-	VM_ASSERT(off < size && len <= size - off,
-		  "offset %zu + %zu beyond the %zu-byte BAR", off, len, size);
+	T_ASSERT(off < size && len <= size - off,
+		 "offset %zu + %zu beyond the %zu-byte BAR", off, len, size);
 	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap resource2");
+	T_ASSERT(mem != MAP_FAILED, "mmap resource2");
 
 	if (!strcmp(argv[1], "write")) {
 		for (size_t i = 0; i < len; i++)
@@ -67,8 +67,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	VM_ASSERT(!strcmp(argv[1], "wait") && argc == 5, "unknown command %s",
-		  argv[1]);
+	T_ASSERT(!strcmp(argv[1], "wait") && argc == 5, "unknown command %s",
+		 argv[1]);
 	deadline = now() + strtoul(argv[4], NULL, 0) / 1000.0;
 	for (;;) {
 		size_t i;
@@ -78,8 +78,8 @@ int main(int argc, char **argv)
 			;
 		if (i == len)
 			break;
-		VM_ASSERT(now() < deadline, "\"%s\" did not appear at %zu",
-			  argv[3], off);
+		T_ASSERT(now() < deadline, "\"%s\" did not appear at %zu",
+			 argv[3], off);
 		usleep(10000);
 	}
 	printf("found \"%s\" at %zu\n", argv[3], off);

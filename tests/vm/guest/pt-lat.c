@@ -49,7 +49,7 @@ static void spawn(const char *how)
 	int status;
 	pid_t pid = fork();
 
-	VM_ASSERT_ERRNO(pid >= 0, "fork");
+	T_ASSERT(pid >= 0, "fork");
 	if (!pid) {
 		if (!strcmp(how, "execve"))
 			execl("/proc/self/exe", "pt-lat", "--exit", (char *)NULL);
@@ -58,9 +58,9 @@ static void spawn(const char *how)
 			      (char *)NULL);
 		_exit(strcmp(how, "exit") ? 127 : 0);
 	}
-	VM_ASSERT_ERRNO(waitpid(pid, &status, 0) == pid, "waitpid");
-	VM_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status),
-		  "child of %s: status %#x", how, status);
+	T_ASSERT(waitpid(pid, &status, 0) == pid, "waitpid");
+	T_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status),
+		 "child of %s: status %#x", how, status);
 }
 
 /* n first touches, one per page, in a fresh mapping; per fault. */
@@ -70,12 +70,12 @@ static void faults(long n)
 	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	VM_ASSERT_ERRNO(p != MAP_FAILED, "mmap");
+	T_ASSERT(p != MAP_FAILED, "mmap");
 	/* 4 KiB pages whatever THP's setting: a PTE table per 2 MiB */
 	madvise(p, len, MADV_NOHUGEPAGE);
 	for (off = 0; off < (size_t)n * 4096 && off < len; off += 4096)
 		p[off] = 1;
-	VM_ASSERT_ERRNO(munmap(p, len) == 0, "munmap");
+	T_ASSERT(munmap(p, len) == 0, "munmap");
 }
 
 static void map_unmap(long i)
@@ -85,9 +85,9 @@ static void map_unmap(long i)
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 			  -1, 0);
 
-	VM_ASSERT_ERRNO(p != MAP_FAILED, "mmap");
+	T_ASSERT(p != MAP_FAILED, "mmap");
 	p[0] = 1;
-	VM_ASSERT_ERRNO(munmap(p, 1 << 20) == 0, "munmap");
+	T_ASSERT(munmap(p, 1 << 20) == 0, "munmap");
 }
 
 static int cmp(const void *a, const void *b)
@@ -115,8 +115,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--exit"))
 		return 0;
-	VM_ASSERT_ERRNO(readlink("/proc/self/exe", self, sizeof(self) - 1) > 0,
-			"readlink");
+	T_ASSERT(readlink("/proc/self/exe", self, sizeof(self) - 1) > 0,
+		 "readlink");
 	while ((c = getopt(argc, argv, "r:n:")) != -1) {
 		switch (c) {
 		case 'r':
@@ -130,7 +130,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	VM_ASSERT(rounds > 0 && rounds <= MAX_ROUNDS && n > 0, "bad counts");
+	T_ASSERT(rounds > 0 && rounds <= MAX_ROUNDS && n > 0, "bad counts");
 	for (k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 		for (r = 0; r < rounds; r++) {
 			double t0 = now_us(), t;

@@ -124,7 +124,7 @@ static int hog(long mib)
 	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	VM_ASSERT_ERRNO(p != MAP_FAILED, "mmap");
+	T_ASSERT(p != MAP_FAILED, "mmap");
 	for (off = 0; off < len; off += 4096)
 		p[off] = 1;
 	printf("pt-storm: touched %ld MiB\n", mib);
@@ -137,13 +137,13 @@ static uint64_t pfn_of(const void *p)
 	uint64_t entry = 0;
 	FILE *f = fopen("/proc/self/pagemap", "rb");
 
-	VM_ASSERT_ERRNO(f, "/proc/self/pagemap");
-	VM_ASSERT(!fseek(f, (uintptr_t)p / 4096 * 8, SEEK_SET) &&
-		  fread(&entry, 8, 1, f) == 1, "pagemap read");
+	T_ASSERT(f, "/proc/self/pagemap");
+	T_ASSERT(!fseek(f, (uintptr_t)p / 4096 * 8, SEEK_SET) &&
+		 fread(&entry, 8, 1, f) == 1, "pagemap read");
 	fclose(f);
-	VM_ASSERT(entry >> 63 && (entry & ((1ULL << 55) - 1)),
-		  "page not present or no frame: %#llx",
-		  (unsigned long long)entry);
+	T_ASSERT(entry >> 63 && (entry & ((1ULL << 55) - 1)),
+		 "page not present or no frame: %#llx",
+		 (unsigned long long)entry);
 	return entry & ((1ULL << 55) - 1);
 }
 
@@ -153,7 +153,7 @@ static int victim(long seconds)
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_LOCKED, -1, 0);
 	int i, zero = 1;
 
-	VM_ASSERT_ERRNO(p != MAP_FAILED, "mmap");
+	T_ASSERT(p != MAP_FAILED, "mmap");
 	memset(p, 0xab, 4096);
 	printf("victim pfn %#llx\n", (unsigned long long)pfn_of(p));
 	fflush(stdout);
@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			wide = atol(optarg);
-			VM_ASSERT(wide >= 0 && wide <= 4096, "-w %ld", wide);
+			T_ASSERT(wide >= 0 && wide <= 4096, "-w %ld", wide);
 			break;
 		case 'S':
 			hold = atol(optarg);
@@ -201,11 +201,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	VM_ASSERT(!strcmp(mode, "fork") || !strcmp(mode, "exec") ||
-		  !strcmp(mode, "sh"), "mode %s", mode);
+	T_ASSERT(!strcmp(mode, "fork") || !strcmp(mode, "exec") ||
+		 !strcmp(mode, "sh"), "mode %s", mode);
 	parent_mem = mmap(NULL, PARENT_SIZE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	VM_ASSERT_ERRNO(parent_mem != MAP_FAILED, "mmap");
+	T_ASSERT(parent_mem != MAP_FAILED, "mmap");
 	for (off = 0; off < PARENT_SIZE; off += 4096)
 		parent_mem[off] = pattern(off, 0);
 	end = time(NULL) + seconds;
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 		int status;
 		pid_t pid = fork();
 
-		VM_ASSERT_ERRNO(pid >= 0, "fork");
+		T_ASSERT(pid >= 0, "fork");
 		if (!pid) {
 			if (!strcmp(mode, "exec"))
 				execl("/proc/self/exe", "pt-storm", "--child",
@@ -225,7 +225,7 @@ int main(int argc, char **argv)
 				_exit(child_work());
 			_exit(127);
 		}
-		VM_ASSERT_ERRNO(waitpid(pid, &status, 0) == pid, "waitpid");
+		T_ASSERT(waitpid(pid, &status, 0) == pid, "waitpid");
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			failures++;
 			fprintf(stderr, "pt-storm: child %d: status %#x\n",

@@ -55,8 +55,8 @@ static uint64_t wait_one(struct sivshm *sh, int ms)
 		uint64_t n = 0;
 
 		if (poll(&pfd, 1, ms) == 1)
-			VM_ASSERT_ERRNO(read(pfd.fd, &n, sizeof(n)) == sizeof(n),
-					"eventfd read");
+			T_ASSERT(read(pfd.fd, &n, sizeof(n)) == sizeof(n),
+				 "eventfd read");
 		return n;
 	}
 }
@@ -66,7 +66,7 @@ static volatile uint64_t *ready_flag(struct sivshm *sh, uint32_t id,
 {
 	char *slot = sivshm_slot(sh, id);
 
-	VM_ASSERT(slot, "no slot %u", id);
+	T_ASSERT(slot, "no slot %u", id);
 	return (volatile uint64_t *)(slot + info->slice_size - 8);
 }
 
@@ -75,9 +75,9 @@ static void want_signals(void)
 	struct sivshm_signal sig = { .signo = SIGUSR1, .vector_mask = 1 };
 	int fd = open("/dev/sivshm0", O_RDWR);	/* kept open */
 
-	VM_ASSERT_ERRNO(fd >= 0, "/dev/sivshm0");
-	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_SET_SIGNAL, &sig) == 0,
-			"SET_SIGNAL");
+	T_ASSERT(fd >= 0, "/dev/sivshm0");
+	T_ASSERT(ioctl(fd, SIVSHM_IOC_SET_SIGNAL, &sig) == 0,
+		 "SET_SIGNAL");
 }
 
 static void mapper_run(struct sivshm *sh, const struct sivshm_info *info,
@@ -88,22 +88,22 @@ static void mapper_run(struct sivshm *sh, const struct sivshm_info *info,
 	struct timespec t0, t1;
 
 	for (int t = 0; __atomic_load_n(flag, __ATOMIC_ACQUIRE) != ready; t++) {
-		VM_ASSERT(t < 60000, "reducer %u never ready", peer);
+		T_ASSERT(t < 60000, "reducer %u never ready", peer);
 		usleep(1000);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < rounds; i++) {
 		uint64_t n;
 
-		VM_ASSERT(sivshm_notify(sh, peer, 0) == 0, "notify");
+		T_ASSERT(sivshm_notify(sh, peer, 0) == 0, "notify");
 		/* as long as the reducer waits: under nested TCG a first
 		 * round trip has taken more than 10 s */
 		n = wait_one(sh, 60000);
-		VM_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
-			  (unsigned long long)n, n ? "spurious" : "lost");
+		T_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
+			 (unsigned long long)n, n ? "spurious" : "lost");
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	VM_ASSERT(wait_one(sh, 500) == 0, "spurious interrupt after");
+	T_ASSERT(wait_one(sh, 500) == 0, "spurious interrupt after");
 	printf("pingpong %s: %d round trips, each interrupt exactly once, "
 	       "%.1f us per round trip\n", mode, rounds,
 	       ((t1.tv_sec - t0.tv_sec) * 1e9 +
@@ -119,11 +119,11 @@ static void reducer_run(struct sivshm *sh, const struct sivshm_info *info,
 	for (int i = 0; i < rounds; i++) {
 		uint64_t n = wait_one(sh, 60000);
 
-		VM_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
-			  (unsigned long long)n, n ? "spurious" : "lost");
-		VM_ASSERT(sivshm_notify(sh, 0, 0) == 0, "notify");
+		T_ASSERT(n == 1, "round %d: %llu interrupts (%s)", i,
+			 (unsigned long long)n, n ? "spurious" : "lost");
+		T_ASSERT(sivshm_notify(sh, 0, 0) == 0, "notify");
 	}
-	VM_ASSERT(wait_one(sh, 1000) == 0, "spurious interrupt after");
+	T_ASSERT(wait_one(sh, 1000) == 0, "spurious interrupt after");
 	printf("pingpong %s: %d interrupts, each exactly once\n", mode,
 	       rounds);
 }
@@ -144,18 +144,18 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[1], "--runs"))
 			runs = atoi(argv[2]);
 		else
-			VM_ASSERT(0, "unknown option %s", argv[1]);
+			T_ASSERT(0, "unknown option %s", argv[1]);
 	}
-	VM_ASSERT(argc >= 4, "usage: sivshm-pingpong [--host SOCKET] "
-		  "[--run N] [--runs N] mapper|reducer ROUNDS [PEER] "
-		  "eventfd|signal");
+	T_ASSERT(argc >= 4, "usage: sivshm-pingpong [--host SOCKET] "
+		 "[--run N] [--runs N] mapper|reducer ROUNDS [PEER] "
+		 "eventfd|signal");
 	mapper = is_mapper = !strcmp(argv[1], "mapper");
 	rounds = atoi(argv[2]);
 	if (mapper)
 		peer = strtoul(argv[3], NULL, 0);
 	mode = argv[argc - 1];
 	use_signal = !strcmp(mode, "signal");
-	VM_ASSERT(!host || !use_signal, "a host process has no SIGUSR1 path");
+	T_ASSERT(!host || !use_signal, "a host process has no SIGUSR1 path");
 	if (run < 0)
 		run = use_signal;
 
@@ -163,19 +163,19 @@ int main(int argc, char **argv)
 	sigaddset(&usr1, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	if (!host) {
-		VM_ASSERT(sivshm_device_open(&sh, "/dev/sivshm0", 0) == 0,
-			  "open");
+		T_ASSERT(sivshm_device_open(&sh, "/dev/sivshm0", 0) == 0,
+			 "open");
 	} else if (mapper) {
 		struct sivshm_mapper_opts opts = {
 			.socket_path = host, .name = "pingpong",
 			.size = 8 << 20, .nreducers = 1, .nvectors = 1,
 		};
 
-		VM_ASSERT(sivshm_mapper_open(&sh, &opts) == 0, "mapper on %s",
-			  host);
+		T_ASSERT(sivshm_mapper_open(&sh, &opts) == 0, "mapper on %s",
+			 host);
 	} else {
-		VM_ASSERT(sivshm_reducer_open(&sh, host, 1, 1, 0, 60000) == 0,
-			  "reducer 1 of %s", host);
+		T_ASSERT(sivshm_reducer_open(&sh, host, 1, 1, 0, 60000) == 0,
+			 "reducer 1 of %s", host);
 	}
 	sivshm_get_info(sh, &info);
 	if (use_signal)

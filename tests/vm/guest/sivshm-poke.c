@@ -72,18 +72,18 @@ static void *map_bar(int bar, size_t *len, uint64_t *phys)
 
 	snprintf(path, sizeof(path), "%s/resource%d", sysdir, bar);
 	fd = open(path, O_RDWR | O_SYNC);
-	VM_ASSERT_ERRNO(fd >= 0, path);
-	VM_ASSERT_ERRNO(fstat(fd, &st) == 0, path);
+	T_ASSERT(fd >= 0, "%s", path);
+	T_ASSERT(fstat(fd, &st) == 0, "%s", path);
 	*len = st.st_size;
 	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	VM_ASSERT_ERRNO(p != MAP_FAILED, path);
+	T_ASSERT(p != MAP_FAILED, "%s", path);
 	close(fd);
 	if (phys) {
 		snprintf(path, sizeof(path), "%s/resource", sysdir);
 		f = fopen(path, "r");
-		VM_ASSERT_ERRNO(f, path);
+		T_ASSERT(f, "%s", path);
 		for (int i = 0; i <= bar; i++)
-			VM_ASSERT(fgets(line, sizeof(line), f), "resource");
+			T_ASSERT(fgets(line, sizeof(line), f), "resource");
 		fclose(f);
 		*phys = strtoull(line, NULL, 16);
 	}
@@ -94,8 +94,8 @@ static int dev_open(struct sivshm_dev_info *info)
 {
 	int fd = open("/dev/sivshm0", O_RDWR);
 
-	VM_ASSERT_ERRNO(fd >= 0, "/dev/sivshm0");
-	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, info) == 0, "INFO");
+	T_ASSERT(fd >= 0, "/dev/sivshm0");
+	T_ASSERT(ioctl(fd, SIVSHM_IOC_INFO, info) == 0, "INFO");
 	return fd;
 }
 
@@ -109,7 +109,7 @@ static uint8_t *map_all(struct sivshm_dev_info *info, int prot)
 	int fd = dev_open(info);
 	uint8_t *mem = mmap(NULL, info->mappable, prot, MAP_SHARED, fd, 0);
 
-	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	T_ASSERT(mem != MAP_FAILED, "mmap");
 	return mem;
 }
 
@@ -119,13 +119,13 @@ static int check_marks(void)
 	uint8_t *mem = map_all(&info, PROT_READ);
 	char m[64];
 
-	VM_ASSERT(info.role == SIVSHM_ROLE_MAPPER, "not the mapper");
+	T_ASSERT(info.role == SIVSHM_ROLE_MAPPER, "not the mapper");
 	for (uint32_t j = 0; j <= info.nreducers; j++) {
 		marker(m, sizeof(m), j);
 		for (int k = 0; k < 4; k++)
-			VM_ASSERT(!strcmp((char *)mem + j * info.slice_size +
-					  k * (info.slice_size / 4), m),
-				  "slot %u lost marker %d", j, k);
+			T_ASSERT(!strcmp((char *)mem + j * info.slice_size +
+					 k * (info.slice_size / 4), m),
+				 "slot %u lost marker %d", j, k);
 	}
 	printf("all %u slots kept their markers\n", info.nreducers + 1);
 	return 0;
@@ -137,7 +137,7 @@ static int wait_request(int timeout_ms)
 	volatile uint64_t *req_seq = (uint64_t *)map_all(&info, PROT_READ);
 
 	for (int t = 0; !*req_seq; t += 10) {
-		VM_ASSERT(t < timeout_ms, "no request came");
+		T_ASSERT(t < timeout_ms, "no request came");
 		usleep(10000);
 	}
 	printf("request %llu pending\n", (unsigned long long)*req_seq);
@@ -154,18 +154,18 @@ static int wait_mapper(int timeout_ms)
 	char *mem;
 	int fd = dev_open(&info);
 
-	VM_ASSERT(info.role == SIVSHM_ROLE_REDUCER, "not a reducer");
-	VM_ASSERT(!(info.peers & 1), "the mapper is there already");
+	T_ASSERT(info.role == SIVSHM_ROLE_REDUCER, "not a reducer");
+	T_ASSERT(!(info.peers & 1), "the mapper is there already");
 	pfd = (struct pollfd) { .fd = fd, .events = POLLIN };
-	VM_ASSERT(poll(&pfd, 1, timeout_ms) == 1, "no interrupt came");
-	VM_ASSERT_ERRNO(read(fd, &count, sizeof(count)) == sizeof(count),
-			"read");
-	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
-	VM_ASSERT(info.peers & 1, "an interrupt, but no mapper (peers %#llx)",
-		  (unsigned long long)info.peers);
+	T_ASSERT(poll(&pfd, 1, timeout_ms) == 1, "no interrupt came");
+	T_ASSERT(read(fd, &count, sizeof(count)) == sizeof(count),
+		 "read");
+	T_ASSERT(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
+	T_ASSERT(info.peers & 1, "an interrupt, but no mapper (peers %#llx)",
+		 (unsigned long long)info.peers);
 	mem = mmap(NULL, info.mappable, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		   0);
-	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	T_ASSERT(mem != MAP_FAILED, "mmap");
 	snprintf(mem, 64, "reducer %u was first", info.id);
 	printf("the mapper came: %llu interrupt(s), peers %#llx\n",
 	       (unsigned long long)count, (unsigned long long)info.peers);
@@ -179,14 +179,14 @@ static int wait_peers(uint64_t mask, int timeout_ms)
 	struct sivshm_dev_info info;
 	int fd = open("/dev/sivshm0", O_RDWR);
 
-	VM_ASSERT_ERRNO(fd >= 0, "/dev/sivshm0");
+	T_ASSERT(fd >= 0, "/dev/sivshm0");
 	for (int t = 0;; t += 10) {
-		VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
+		T_ASSERT(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
 		if (info.peers == mask)
 			break;
-		VM_ASSERT(t < timeout_ms, "peers %#llx, never %#llx",
-			  (unsigned long long)info.peers,
-			  (unsigned long long)mask);
+		T_ASSERT(t < timeout_ms, "peers %#llx, never %#llx",
+			 (unsigned long long)info.peers,
+			 (unsigned long long)mask);
 		usleep(10000);
 	}
 	printf("peers %#llx\n", (unsigned long long)mask);
@@ -227,16 +227,16 @@ static void unplug_once(const char *dev, int n, int timeout_ms)
 	uint64_t count;
 
 	for (t = 0; (fd = open(dev, O_RDWR)) < 0; t += 10) {
-		VM_ASSERT(t < timeout_ms, "%s never came", dev);
+		T_ASSERT(t < timeout_ms, "%s never came", dev);
 		usleep(10000);
 	}
-	VM_ASSERT_ERRNO(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
+	T_ASSERT(ioctl(fd, SIVSHM_IOC_INFO, &info) == 0, "INFO");
 	mem = mmap(NULL, info.mappable, PROT_READ | PROT_WRITE, MAP_SHARED,
 		   fd, 0);
-	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	T_ASSERT(mem != MAP_FAILED, "mmap");
 	mem[0] = (uint8_t)n;
 	reader = fork();
-	VM_ASSERT_ERRNO(reader >= 0, "fork");
+	T_ASSERT(reader >= 0, "fork");
 	if (!reader) {	/* blocked in read() whenever no interrupt came */
 		while (read(fd, &count, sizeof(count)) == sizeof(count))
 			;
@@ -246,21 +246,21 @@ static void unplug_once(const char *dev, int n, int timeout_ms)
 	fflush(stdout);
 
 	for (t = 0; ioctl(fd, SIVSHM_IOC_INFO, &info) == 0; t += 10) {
-		VM_ASSERT(t < timeout_ms, "%s was never unplugged", dev);
+		T_ASSERT(t < timeout_ms, "%s was never unplugged", dev);
 		usleep(10000);
 	}
-	VM_ASSERT(errno == ENODEV, "INFO after unplug: %s", strerror(errno));
-	VM_ASSERT_ERRNO(waitpid(reader, &status, 0) == reader, "waitpid");
-	VM_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		  "the blocked read did not end in ENODEV (status %#x)",
-		  status);
+	T_ASSERT(errno == ENODEV, "INFO after unplug: %s", strerror(errno));
+	T_ASSERT(waitpid(reader, &status, 0) == reader, "waitpid");
+	T_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		 "the blocked read did not end in ENODEV (status %#x)",
+		 status);
 	pfd = (struct pollfd) { .fd = fd, .events = POLLIN };
-	VM_ASSERT(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP),
-		  "poll after unplug: %#x", pfd.revents);
-	VM_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) ==
-		  MAP_FAILED && errno == ENODEV, "mmap after unplug");
-	VM_ASSERT(sigbus_on(mem), "the old mapping still reaches memory");
-	VM_ASSERT(sigbus_on(mem + info.mappable - 1), "its end does too");
+	T_ASSERT(poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP),
+		 "poll after unplug: %#x", pfd.revents);
+	T_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) ==
+		 MAP_FAILED && errno == ENODEV, "mmap after unplug");
+	T_ASSERT(sigbus_on(mem), "the old mapping still reaches memory");
+	T_ASSERT(sigbus_on(mem + info.mappable - 1), "its end does too");
 	munmap(mem, info.mappable);
 	close(fd);
 	printf("unplug %d: ENODEV from ioctl, read and mmap, POLLHUP, SIGBUS "
@@ -274,7 +274,7 @@ static int mark(void)
 	uint8_t *mem = map_all(&info, PROT_READ | PROT_WRITE);
 	char m[64];
 
-	VM_ASSERT(info.role == SIVSHM_ROLE_MAPPER, "not the mapper");
+	T_ASSERT(info.role == SIVSHM_ROLE_MAPPER, "not the mapper");
 	for (uint32_t j = 0; j <= info.nreducers; j++) {
 		marker(m, sizeof(m), j);
 		for (int k = 0; k < 4; k++)
@@ -302,8 +302,8 @@ static int scan(const volatile uint8_t *p, size_t len, uint32_t own,
 		buf[sizeof(buf) - 1] = 0;
 		if (strncmp(buf, MARKER, mlen))
 			continue;
-		VM_ASSERT(strtoul(buf + mlen, NULL, 10) == own,
-			  "%s: %s at offset %zu", what, buf, off);
+		T_ASSERT(strtoul(buf + mlen, NULL, 10) == own,
+			 "%s: %s at offset %zu", what, buf, off);
 		found++;
 	}
 	return found;
@@ -318,13 +318,13 @@ static int isolation(int timeout_ms)
 	uint8_t *mem, *bar;
 	char m[64];
 
-	VM_ASSERT(info.role == SIVSHM_ROLE_REDUCER, "not a reducer");
-	VM_ASSERT(info.mappable == info.slice_size,
-		  "a reducer may map %llu bytes, its slice is %llu",
-		  (unsigned long long)info.mappable,
-		  (unsigned long long)info.slice_size);
+	T_ASSERT(info.role == SIVSHM_ROLE_REDUCER, "not a reducer");
+	T_ASSERT(info.mappable == info.slice_size,
+		 "a reducer may map %llu bytes, its slice is %llu",
+		 (unsigned long long)info.mappable,
+		 (unsigned long long)info.slice_size);
 	mem = mmap(NULL, info.mappable, PROT_READ, MAP_SHARED, fd, 0);
-	VM_ASSERT_ERRNO(mem != MAP_FAILED, "mmap");
+	T_ASSERT(mem != MAP_FAILED, "mmap");
 
 	/*
 	 * Wait for the mapper's markers in our slot: for its last one, since
@@ -334,27 +334,27 @@ static int isolation(int timeout_ms)
 	marker(m, sizeof(m), info.id);
 	for (int t = 0; strcmp((char *)mem + 3 * (info.slice_size / 4), m);
 	     t += 10) {
-		VM_ASSERT(t < timeout_ms, "no marker in our slot");
+		T_ASSERT(t < timeout_ms, "no marker in our slot");
 		usleep(10000);
 	}
 
 	/* 1. the driver's mapping, and no mapping past the slice */
-	VM_ASSERT(scan(mem, info.mappable, info.id, "mmap") == 4,
-		  "own markers missing");
-	VM_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd,
-		       info.slice_size) == MAP_FAILED && errno == EINVAL,
-		  "mmap past the slice did not fail with EINVAL");
-	VM_ASSERT(mmap(NULL, 2 * info.slice_size, PROT_READ, MAP_SHARED, fd,
-		       0) == MAP_FAILED && errno == EINVAL,
-		  "mmap of twice the slice did not fail with EINVAL");
-	VM_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd,
-		       1ULL << 40) == MAP_FAILED && errno == EINVAL,
-		  "mmap at a huge offset did not fail with EINVAL");
+	T_ASSERT(scan(mem, info.mappable, info.id, "mmap") == 4,
+		 "own markers missing");
+	T_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd,
+		      info.slice_size) == MAP_FAILED && errno == EINVAL,
+		 "mmap past the slice did not fail with EINVAL");
+	T_ASSERT(mmap(NULL, 2 * info.slice_size, PROT_READ, MAP_SHARED, fd,
+		      0) == MAP_FAILED && errno == EINVAL,
+		 "mmap of twice the slice did not fail with EINVAL");
+	T_ASSERT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd,
+		      1ULL << 40) == MAP_FAILED && errno == EINVAL,
+		 "mmap at a huge offset did not fail with EINVAL");
 
 	/* 2. the whole BAR1 container through sysfs */
 	bar = map_bar(SIVSHM_BAR_MEM, &bar_len, &phys);
 	found = scan(bar, bar_len, info.id, "BAR1");
-	VM_ASSERT(found == 4, "BAR1 shows %d own markers", found);
+	T_ASSERT(found == 4, "BAR1 shows %d own markers", found);
 	printf("BAR1: %zu bytes, slice %llu: only our own markers\n", bar_len,
 	       (unsigned long long)info.slice_size);
 
@@ -410,7 +410,7 @@ static int fuzz(int seconds, unsigned int seed)
 
 int main(int argc, char **argv)
 {
-	VM_ASSERT(argc >= 2, "usage: sivshm-poke mark|isolation|fuzz ...");
+	T_ASSERT(argc >= 2, "usage: sivshm-poke mark|isolation|fuzz ...");
 	find_device();
 	if (!strcmp(argv[1], "mark"))
 		return mark();
@@ -431,5 +431,5 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "fuzz") && argc == 4)
 		return fuzz(atoi(argv[2]), strtoul(argv[3], NULL, 0));
-	VM_ASSERT(0, "unknown command %s", argv[1]);
+	T_ASSERT(0, "unknown command %s", argv[1]);
 }

@@ -1,29 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers for programs that run inside a test guest.  VM_ASSERT carries the
- * file and line of a failed assertion back to the host in the test's output,
- * as the KVM selftests' GUEST_ASSERT does.
+ * Helpers for programs that run inside a test guest.  Their assertions are
+ * check.h's: a failed one carries its file and line back to the host in the
+ * test's output, as the KVM selftests' GUEST_ASSERT does.
  */
 #ifndef VMTEST_H
 #define VMTEST_H
 
 #include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#define VM_ASSERT(cond, fmt, ...)						\
-	do {									\
-		if (!(cond)) {							\
-			fprintf(stderr, "ASSERT %s:%d: %s: " fmt "\n",		\
-				__FILE__, __LINE__, #cond, ##__VA_ARGS__);	\
-			exit(1);						\
-		}								\
-	} while (0)
-
-#define VM_ASSERT_ERRNO(cond, what)						\
-	VM_ASSERT(cond, "%s: %s", what, strerror(errno))
+#include "check.h"
 
 /* A sysfs attribute in hex (a PCI vendor or device id), 0 if unreadable. */
 static inline unsigned long vm_sysfs_hex(const char *dir, const char *file)
@@ -50,7 +38,7 @@ static inline void vm_find_pci(unsigned long vendor, unsigned long device,
 	struct dirent *de;
 	char path[512];
 
-	VM_ASSERT_ERRNO(d, base);
+	T_ASSERT(d, "%s", base);
 	dir[0] = '\0';
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
@@ -63,7 +51,7 @@ static inline void vm_find_pci(unsigned long vendor, unsigned long device,
 		}
 	}
 	closedir(d);
-	VM_ASSERT(dir[0], "no PCI device %04lx:%04lx in this guest", vendor,
+	T_ASSERT(dir[0], "no PCI device %04lx:%04lx in this guest", vendor,
 		  device);
 }
 

@@ -20,11 +20,11 @@ int main(int argc, char **argv)
 {
 	uint64_t gpa, len = 256;
 
-	KT_ASSERT(argc == 2 || argc == 3, "usage: edu-dma GPA [LEN]");
+	T_ASSERT(argc == 2 || argc == 3, "usage: edu-dma GPA [LEN]");
 	gpa = strtoull(argv[1], NULL, 0);
 	if (argc == 3)
 		len = strtoull(argv[2], NULL, 0);
-	KT_ASSERT(len && len <= EDU_BUF_SIZE, "LEN %" PRIu64, len);
+	T_ASSERT(len && len <= EDU_BUF_SIZE, "LEN %" PRIu64, len);
 	edu_setup();
 	edu_dma(EDU_BUF, gpa, len, true);
 	printf("edu-dma: edu %s wrote %" PRIu64 " bytes at 0x%" PRIx64 "\n",

@@ -54,17 +54,6 @@ int group_size(const char *dev)
 	return n;
 }
 
-struct kvm_pagetype_dma_device pci_addr(const char *dev)
-{
-	unsigned int seg, bus, slot, fn;
-
-	KT_ASSERT(sscanf(dev, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
-		  "PCI name %s", dev);
-	return (struct kvm_pagetype_dma_device){
-		.segment = seg, .bus = bus, .devfn = slot << 3 | fn,
-	};
-}
-
 bool find_device(int want, char *name, size_t len)
 {
 	unsigned int vendor, device;
@@ -73,7 +62,7 @@ bool find_device(int want, char *name, size_t len)
 	DIR *dir;
 
 	dir = opendir(SYSPCI);
-	KT_ASSERT(dir, "opendir " SYSPCI);
+	T_ASSERT(dir, "opendir " SYSPCI);
 	while (!found && (d = readdir(dir))) {
 		if (d->d_name[0] == '.' ||
 		    read_sysfs_hex(d->d_name, "vendor", &vendor) ||
@@ -100,33 +89,33 @@ void edu_setup(void)
 	void *bar;
 	int fd;
 
-	KT_ASSERT(find_device(0, edu_name, sizeof(edu_name)), "no edu device");
-	KT_ASSERT(!has_driver(edu_name), "edu %s has a driver", edu_name);
-	KT_EQ(group_size(edu_name), 1);
-	edu = pci_addr(edu_name);
+	T_ASSERT(find_device(0, edu_name, sizeof(edu_name)), "no edu device");
+	T_ASSERT(!has_driver(edu_name), "edu %s has a driver", edu_name);
+	T_EQ(group_size(edu_name), 1);
+	edu = kt_pci_addr(edu_name);
 
 	snprintf(path, sizeof(path), SYSPCI "/%s/config", edu_name);
 	fd = open(path, O_RDWR);
-	KT_ASSERT(fd >= 0, "open %s", path);
-	KT_EQ(pread(fd, &cmd, 2, 4), 2);
+	T_ASSERT(fd >= 0, "open %s", path);
+	T_EQ(pread(fd, &cmd, 2, 4), 2);
 	cmd |= 0x6;			/* memory space, bus master */
-	KT_EQ(pwrite(fd, &cmd, 2, 4), 2);
+	T_EQ(pwrite(fd, &cmd, 2, 4), 2);
 	close(fd);
 
 	snprintf(path, sizeof(path), SYSPCI "/%s/resource0", edu_name);
 	fd = open(path, O_RDWR | O_SYNC);
-	KT_ASSERT(fd >= 0, "open %s", path);
+	T_ASSERT(fd >= 0, "open %s", path);
 	bar = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	KT_ASSERT(bar != MAP_FAILED, "mmap %s", path);
+	T_ASSERT(bar != MAP_FAILED, "mmap %s", path);
 	close(fd);
 	edu_regs = bar;
 	/* The ID register, 0x010000ed (registers below 0x80: 4 bytes). */
-	KT_EQ(*(volatile uint32_t *)bar & 0xffff, 0xed);
+	T_EQ(*(volatile uint32_t *)bar & 0xffff, 0xed);
 }
 
 void edu_dma(uint64_t src, uint64_t dst, uint32_t len, bool to_ram)
 {
-	KT_ASSERT(len <= EDU_BUF_SIZE, "edu transfer of %u bytes", len);
+	T_ASSERT(len <= EDU_BUF_SIZE, "edu transfer of %u bytes", len);
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
 	int i;
 
@@ -136,6 +125,6 @@ void edu_dma(uint64_t src, uint64_t dst, uint32_t len, bool to_ram)
 	edu_regs[EDU_DMA_CMD / 8] = EDU_CMD_RUN | (to_ram ? EDU_CMD_TO_RAM : 0);
 	for (i = 0; i < 1000 && (edu_regs[EDU_DMA_CMD / 8] & EDU_CMD_RUN); i++)
 		nanosleep(&ts, NULL);
-	KT_ASSERT(!(edu_regs[EDU_DMA_CMD / 8] & EDU_CMD_RUN),
-		  "edu DMA still running after 10 s");
+	T_ASSERT(!(edu_regs[EDU_DMA_CMD / 8] & EDU_CMD_RUN),
+		 "edu DMA still running after 10 s");
 }

@@ -36,7 +36,6 @@ extern struct kvm_pagetype_dma_device edu;
 bool has_driver(const char *dev);
 /* Devices in dev's IOMMU group, or -1 without one. */
 int group_size(const char *dev);
-struct kvm_pagetype_dma_device pci_addr(const char *dev);
 /*
  * The first device that matches: edu (want 0), a device sharing its
  * IOMMU group (1), a device alone in its group with a driver bound (2).

@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kvmtest.h"
@@ -26,8 +27,8 @@ static const uint8_t guest_code[] = {
 
 uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn)
 {
-	KT_ASSERT(gfn * KT_PAGE < vm->mem_size, "frame %#llx",
-		  (unsigned long long)gfn);
+	T_ASSERT(gfn * KT_PAGE < vm->mem_size, "frame %#llx",
+		 (unsigned long long)gfn);
 	return (uint64_t *)(vm->mem + gfn * KT_PAGE);
 }
 
@@ -59,7 +60,7 @@ static void long_mode(struct kt_vm *vm)
 		.base = 0, .limit = 0xffffffff, .present = 1, .s = 1, .g = 1,
 	};
 
-	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
+	T_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
 	s.cr0 = 0x80050033;		/* PG WP NE ET MP PE */
 	s.cr3 = KT_L4_GFN * KT_PAGE;
 	s.cr4 = 0x20;			/* PAE */
@@ -79,7 +80,7 @@ static void long_mode(struct kt_vm *vm)
 	seg.limit = 0x67;
 	seg.selector = 0x18;
 	s.tr = seg;
-	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_SREGS, &s), "KVM_SET_SREGS");
+	T_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_SREGS, &s), "KVM_SET_SREGS");
 }
 
 void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
@@ -89,27 +90,33 @@ void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
 	memset(vm, 0, sizeof(*vm));
 	vm->pt_fd = -1;
 	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	KT_ASSERT(vm->kvm_fd >= 0, "open /dev/kvm");
+	T_ASSERT(vm->kvm_fd >= 0, "open /dev/kvm");
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
-	KT_ASSERT(vm->vm_fd >= 0, "KVM_CREATE_VM");
+	T_ASSERT(vm->vm_fd >= 0, "KVM_CREATE_VM");
 	vm->mem_size = mem_size;
 	vm->mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	KT_ASSERT(vm->mem != MAP_FAILED, "mmap guest memory");
+	T_ASSERT(vm->mem != MAP_FAILED, "mmap guest memory");
 	region = (struct kvm_userspace_memory_region){
 		.slot = 0, .guest_phys_addr = 0, .memory_size = mem_size,
 		.userspace_addr = (uintptr_t)vm->mem,
 	};
-	KT_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region),
-		  "KVM_SET_USER_MEMORY_REGION");
+	T_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region),
+		 "KVM_SET_USER_MEMORY_REGION");
 	vm->vcpu_fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, 0);
-	KT_ASSERT(vm->vcpu_fd >= 0, "KVM_CREATE_VCPU");
+	T_ASSERT(vm->vcpu_fd >= 0, "KVM_CREATE_VCPU");
 	vm->run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       vm->vcpu_fd, 0);
-	KT_ASSERT(vm->run != MAP_FAILED, "mmap kvm_run");
+	T_ASSERT(vm->run != MAP_FAILED, "mmap kvm_run");
 	layout(vm);
 	long_mode(vm);
+}
+
+void kt_vm_new(struct kt_vm *vm, uint64_t mem_size, uint32_t flags)
+{
+	kt_vm_create(vm, mem_size);
+	T_EQ(kt_attach(vm, flags), 0);
 }
 
 void kt_vm_destroy(struct kt_vm *vm)
@@ -131,7 +138,7 @@ int kt_attach(struct kt_vm *vm, uint32_t flags)
 
 	if (vm->pt_fd < 0)
 		vm->pt_fd = open("/dev/kvm-pagetype", O_RDWR | O_CLOEXEC);
-	KT_ASSERT(vm->pt_fd >= 0, "open /dev/kvm-pagetype");
+	T_ASSERT(vm->pt_fd >= 0, "open /dev/kvm-pagetype");
 	if (ioctl(vm->pt_fd, KVM_PAGETYPE_ATTACH, &a))
 		return -errno;
 	vm->nr_frames = a.nr_frames;
@@ -154,13 +161,20 @@ int kt_batch(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
 	return 0;
 }
 
+void kt_batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
+		  uint32_t count)
+{
+	uint32_t done;
+
+	T_EQ(kt_batch(vm, ops, count, &done), 0);
+	T_EQ(done, count);
+}
+
 uint16_t kt_op(struct kt_vm *vm, uint16_t code, uint64_t arg)
 {
 	struct kvm_pagetype_op op = { .code = code, .arg = arg };
-	uint32_t done;
 
-	KT_EQ(kt_batch(vm, &op, 1, &done), 0);
-	KT_EQ(done, 1);
+	kt_batch_all(vm, &op, 1);
 	return op.result;
 }
 
@@ -169,8 +183,8 @@ uint32_t kt_query(struct kt_vm *vm, uint64_t gfn)
 	struct kvm_pagetype_op op = { .code = KVM_PAGETYPE_OP_QUERY, .arg = gfn };
 	uint32_t done;
 
-	KT_EQ(kt_batch(vm, &op, 1, &done), 0);
-	KT_EQ(op.result, KVM_PAGETYPE_R_OK);
+	T_EQ(kt_batch(vm, &op, 1, &done), 0);
+	T_EQ(op.result, KVM_PAGETYPE_R_OK);
 	return op.out;
 }
 
@@ -180,8 +194,26 @@ void kt_stats(struct kt_vm *vm, bool global, struct kvm_pagetype_stats *s)
 		.flags = global ? KVM_PAGETYPE_STATS_GLOBAL : 0,
 	};
 
-	KT_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_GET_STATS, &g), "GET_STATS");
+	T_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_GET_STATS, &g), "GET_STATS");
 	*s = g.stats;
+}
+
+int kt_set_doorbell(struct kt_vm *vm, uint64_t gpa)
+{
+	struct kvm_pagetype_doorbell d = { .gpa = gpa };
+
+	return ioctl(vm->pt_fd, KVM_PAGETYPE_SET_DOORBELL, &d) ? -errno : 0;
+}
+
+struct kvm_pagetype_dma_device kt_pci_addr(const char *name)
+{
+	unsigned int seg, bus, slot, fn;
+
+	T_ASSERT(sscanf(name, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
+		 "PCI name %s", name);
+	return (struct kvm_pagetype_dma_device){
+		.segment = seg, .bus = bus, .devfn = slot << 3 | fn,
+	};
 }
 
 static void on_alarm(int sig)
@@ -219,8 +251,8 @@ static int run_at(struct kt_vm *vm, uint64_t rip, uint64_t rdi, uint64_t rsi,
 		return -1;
 	}
 	if (rax) {
-		KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_REGS, &regs),
-			  "KVM_GET_REGS");
+		T_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_REGS, &regs),
+			 "KVM_GET_REGS");
 		*rax = regs.rax;
 	}
 	return 0;
@@ -230,7 +262,7 @@ int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes)
 {
 	uint64_t code = kt_kva(KT_CODE_GFN * KT_PAGE);
 
-	KT_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
+	T_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
 	return run_at(vm, code + (bytes == 8 ? 0x00 : 0x10), va, val,
 		      PORT_STORE, NULL, 0);
 }
@@ -250,11 +282,125 @@ void kt_pin_user_tables(struct kt_vm *vm)
 		{ .code = KVM_PAGETYPE_OP_PIN_L3, .arg = KT_UL3_GFN },
 		{ .code = KVM_PAGETYPE_OP_PIN_L4, .arg = KT_L4_GFN },
 	};
-	uint32_t done;
 	int i;
 
-	KT_EQ(kt_batch(vm, ops, 4, &done), 0);
-	KT_EQ(done, 4);
+	kt_batch_all(vm, ops, 4);
 	for (i = 0; i < 4; i++)
-		KT_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
+		T_EQ(ops[i].result, KVM_PAGETYPE_R_OK);
+}
+
+static struct kt_test *tests;
+
+void kt_register(struct kt_test *t)
+{
+	struct kt_test **p = &tests;
+	char *c;
+
+	t->name = strdup(t->id);
+	T_ASSERT(t->name, "strdup");
+	for (c = t->name; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	/* Constructors run in no promised order: keep the file's. */
+	while (*p && (*p)->line < t->line)
+		p = &(*p)->next;
+	t->next = *p;
+	*p = t;
+}
+
+static struct kt_test *find_test(const char *name)
+{
+	struct kt_test *t;
+
+	for (t = tests; t; t = t->next)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+/* Named on the command line, or, with no names, not a KVMTEST_NAMED(). */
+static bool selected(const struct kt_test *t, int argc, char **argv)
+{
+	int a;
+
+	if (argc == 1)
+		return !t->named_only;
+	for (a = 1; a < argc; a++)
+		if (!strcmp(argv[a], t->name))
+			return true;
+	return false;
+}
+
+/* Run one test in a child; 0 passed, 1 failed, 77 skipped. */
+static int run_test(const struct kt_test *t)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork");
+	if (!pid) {
+		t->fn();
+		exit(0);
+	}
+	T_EQ(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && !WEXITSTATUS(status)) {
+		printf("ok %s\n", t->name);
+		return 0;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("skip %s\n", t->name);
+		return 77;
+	}
+	if (WIFEXITED(status))
+		printf("FAIL %s: exit status %d\n", t->name,
+		       WEXITSTATUS(status));
+	else
+		printf("FAIL %s: %s\n", t->name, strsignal(WTERMSIG(status)));
+	return 1;
+}
+
+int kvmtest_main(int argc, char **argv, void (*setup)(void))
+{
+	int a, ret, passed = 0, failed = 0, skipped = 0;
+	const char *prog = program_invocation_short_name;
+	struct kt_test *t;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "list")) {
+			for (t = tests; t; t = t->next)
+				printf("%s\n", t->name);
+			return 0;
+		}
+		if (!find_test(argv[a])) {
+			fprintf(stderr, "%s: no test %s (%s list)\n", prog,
+				argv[a], prog);
+			return 1;
+		}
+	}
+	for (t = tests; t && !selected(t, argc, argv); t = t->next)
+		;
+	if (!t) {
+		fprintf(stderr, "%s: name the test to run (%s list)\n", prog,
+			prog);
+		return 1;
+	}
+	if (setup)
+		setup();
+	for (t = tests; t; t = t->next) {
+		if (!selected(t, argc, argv))
+			continue;
+		ret = run_test(t);
+		passed += ret == 0;
+		failed += ret == 1;
+		skipped += ret == 77;
+	}
+	printf("# %s: %d passed, %d failed, %d skipped\n", prog, passed,
+	       failed, skipped);
+	if (failed)
+		return 1;
+	return passed ? 0 : 77;
 }

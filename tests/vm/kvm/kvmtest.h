@@ -3,7 +3,7 @@
  * A small KVM-selftests-style library for kvm_pagetype's tests: a level-1
  * program makes its own VM through /dev/kvm, lays out guest memory and
  * 4-level page tables itself, and runs a few guest instructions.  No
- * guest kernel boots.
+ * guest kernel boots.  The tests' runner is at the end.
  *
  * The guest (identity frames, 64-bit, interrupts off):
  *   frame 1 its L4 (CR3); 2, 3, 4 the user half's L3, L2, L1 mapping
@@ -15,15 +15,13 @@
 #ifndef TESTS_VM_KVM_KVMTEST_H
 #define TESTS_VM_KVM_KVMTEST_H
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <linux/kvm.h>
 #include <linux/kvm_pagetype.h>
+
+#include "check.h"
 
 #define KT_PAGE		4096ULL
 #define KT_L4_GFN	1
@@ -50,27 +48,6 @@ struct kt_vm {
 	uint64_t nr_frames;	/* from the attach */
 };
 
-/* A failed check: file:line, the expression, errno, and exit 1. */
-#define KT_ASSERT(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			int _e = errno;					\
-			fprintf(stderr, "ASSERT %s:%d: %s: ", __FILE__,	\
-				__LINE__, #cond);			\
-			fprintf(stderr, __VA_ARGS__);			\
-			fprintf(stderr, " (errno %d %s)\n", _e,		\
-				strerror(_e));				\
-			exit(1);					\
-		}							\
-	} while (0)
-
-#define KT_EQ(a, b)							\
-	do {								\
-		unsigned long long _a = (a), _b = (b);			\
-		KT_ASSERT(_a == _b, "%s = %#llx, %s = %#llx", #a, _a,	\
-			  #b, _b);					\
-	} while (0)
-
 static inline uint64_t kt_pte(uint64_t gfn, uint64_t flags)
 {
 	return (gfn << 12) | KT_P | flags;
@@ -78,6 +55,8 @@ static inline uint64_t kt_pte(uint64_t gfn, uint64_t flags)
 
 /* A VM with mem_size bytes at guest-physical 0, page tables laid out. */
 void kt_vm_create(struct kt_vm *vm, uint64_t mem_size);
+/* kt_vm_create(), then attached with flags. */
+void kt_vm_new(struct kt_vm *vm, uint64_t mem_size, uint32_t flags);
 /* Close every fd, the pagetype one last (it holds the VM). */
 void kt_vm_destroy(struct kt_vm *vm);
 uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn);
@@ -88,10 +67,17 @@ int kt_attach(struct kt_vm *vm, uint32_t flags);
 /* Run ops as one batch at KT_BATCH_GFN; 0 with results in ops, or -errno. */
 int kt_batch(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
 	     uint32_t *done);
+/* kt_batch(), asserting that it ran every op; the caller checks results. */
+void kt_batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
+		  uint32_t count);
 /* One op; returns its result code, asserting the batch ran. */
 uint16_t kt_op(struct kt_vm *vm, uint16_t code, uint64_t arg);
 uint32_t kt_query(struct kt_vm *vm, uint64_t gfn);
 void kt_stats(struct kt_vm *vm, bool global, struct kvm_pagetype_stats *s);
+/* KVM_PAGETYPE_SET_DOORBELL; 0 or -errno. */
+int kt_set_doorbell(struct kt_vm *vm, uint64_t gpa);
+/* The address of PCI device "SSSS:BB:DD.F" for the DMA ioctls. */
+struct kvm_pagetype_dma_device kt_pci_addr(const char *name);
 
 /*
  * Guest actions: one instruction, then an I/O exit.  Each returns 0, or
@@ -111,5 +97,67 @@ static inline uint64_t kt_kva(uint64_t gpa)
 
 /* Pin the user half's tables L1 up to the L4 (the L4 with kernel half). */
 void kt_pin_user_tables(struct kt_vm *vm);
+
+/*
+ * The runner, after the kernel's kselftest_harness.h.  A program declares
+ * its tests with KVMTEST() and ends with KVMTEST_MAIN():
+ *
+ *	KVMTEST(legal_writes)
+ *	{
+ *		T_EQ(kt_op(&vm, KVM_PAGETYPE_OP_PIN_L1, gfn), KVM_PAGETYPE_R_OK);
+ *	}
+ *	...
+ *	KVMTEST_MAIN(NULL)
+ *
+ *   prog [NAME...]     the tests named, or all; in the order of the file
+ *   prog list          their names
+ *
+ * A test's name is its identifier with '-' for '_'.  Each runs in a child
+ * process, so a failed assertion ends that test only.  The runner prints
+ * "ok NAME", "FAIL NAME: why" or "skip NAME" (T_SKIP) for each, then
+ * "# prog: P passed, F failed, S skipped", and exits 1 if one failed, 77
+ * if all it ran skipped, else 0.  KVMTEST_MAIN's setup, if not NULL, runs
+ * once before the tests, and they inherit what it set up.
+ *
+ * KVMTEST_NAMED() declares a test that runs only when named: one of the
+ * outcomes a caller may expect of the platform (pagetype-npt).
+ *
+ * The tools built on this library, pagetype-bench and edu-dma, are not
+ * tests and keep main() of their own: they take operands (a count, a PCI
+ * name, an address) rather than test names, and print figures or do one
+ * transfer that the caller judges.
+ */
+struct kt_test {
+	const char *id;
+	void (*fn)(void);
+	int line;
+	bool named_only;
+	char *name;
+	struct kt_test *next;
+};
+
+void kt_register(struct kt_test *t);
+int kvmtest_main(int argc, char **argv, void (*setup)(void));
+
+#define KT_DECLARE(id_, named_only_)					\
+	static void kt_test_##id_(void);				\
+	static struct kt_test kt_desc_##id_ = {				\
+		.id = #id_, .fn = kt_test_##id_, .line = __LINE__,	\
+		.named_only = named_only_,				\
+	};								\
+	static void __attribute__((constructor)) kt_reg_##id_(void)	\
+	{								\
+		kt_register(&kt_desc_##id_);				\
+	}								\
+	static void kt_test_##id_(void)
+
+#define KVMTEST(id)		KT_DECLARE(id, false)
+#define KVMTEST_NAMED(id)	KT_DECLARE(id, true)
+
+#define KVMTEST_MAIN(setup)						\
+	int main(int argc, char **argv)					\
+	{								\
+		return kvmtest_main(argc, argv, setup);			\
+	}
 
 #endif /* TESTS_VM_KVM_KVMTEST_H */

@@ -67,16 +67,16 @@ static double run(struct kt_vm *vm, unsigned int off, uint64_t rdi,
 	};
 	double t0;
 
-	KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_REGS, &regs), "KVM_SET_REGS");
+	T_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_REGS, &regs), "KVM_SET_REGS");
 	t0 = now();
 	for (;;) {
-		KT_ASSERT(!ioctl(vm->vcpu_fd, KVM_RUN, 0), "KVM_RUN");
-		KT_EQ(vm->run->exit_reason, KVM_EXIT_IO);
+		T_ASSERT(!ioctl(vm->vcpu_fd, KVM_RUN, 0), "KVM_RUN");
+		T_EQ(vm->run->exit_reason, KVM_EXIT_IO);
 		if (vm->run->io.port == PORT_DONE)
 			break;
 		if (vm->run->io.port == PORT_BATCH)
-			KT_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_RUN_BATCH, &b),
-				  "RUN_BATCH");
+			T_ASSERT(!ioctl(vm->pt_fd, KVM_PAGETYPE_RUN_BATCH, &b),
+				 "RUN_BATCH");
 	}
 	return now() - t0;
 }
@@ -105,17 +105,17 @@ static void pin_unpin(struct kt_vm *vm, int level, uint64_t first,
 				.code = KVM_PAGETYPE_OP_PIN_L1 + level - 1,
 				.arg = first + j };
 		t0 = now();
-		KT_EQ(kt_batch(vm, ops, 64, &done), 0);
+		T_EQ(kt_batch(vm, ops, 64, &done), 0);
 		t_pin += now() - t0;
-		KT_EQ(done, 64);
-		KT_EQ(ops[63].result, KVM_PAGETYPE_R_OK);
+		T_EQ(done, 64);
+		T_EQ(ops[63].result, KVM_PAGETYPE_R_OK);
 		for (j = 0; j < 64; j++)
 			ops[j] = (struct kvm_pagetype_op){
 				.code = KVM_PAGETYPE_OP_UNPIN, .arg = first + j };
 		t0 = now();
-		KT_EQ(kt_batch(vm, ops, 64, &done), 0);
+		T_EQ(kt_batch(vm, ops, 64, &done), 0);
 		t_unpin += now() - t0;
-		KT_EQ(ops[63].result, KVM_PAGETYPE_R_OK);
+		T_EQ(ops[63].result, KVM_PAGETYPE_R_OK);
 	}
 	*pin_us = t_pin * 1e6 / count;
 	*unpin_us = t_unpin * 1e6 / count;
@@ -155,16 +155,16 @@ static double dma_ops(struct kt_vm *vm, uint16_t code, uint32_t b,
 			ops[j] = (struct kvm_pagetype_op){
 				.code = code, .arg = DMA_GFN(i + j) };
 		t0 = now();
-		KT_EQ(kt_batch(vm, ops, n, &done), 0);
+		T_EQ(kt_batch(vm, ops, n, &done), 0);
 		t += now() - t0;
 		if (calls)
 			(*calls)++;
-		KT_ASSERT(done, "no op run");
+		T_ASSERT(done, "no op run");
 		for (j = 0; j < done; j++)
-			KT_ASSERT(ops[j].result == KVM_PAGETYPE_R_OK,
-				  "op %u on gfn %#llx: result %u", code,
-				  (unsigned long long)ops[j].arg,
-				  ops[j].result);
+			T_ASSERT(ops[j].result == KVM_PAGETYPE_R_OK,
+				 "op %u on gfn %#llx: result %u", code,
+				 (unsigned long long)ops[j].arg,
+				 ops[j].result);
 	}
 	return t;
 }
@@ -184,9 +184,9 @@ static void dma_cost(struct kt_vm *vm, bool fine, uint32_t b,
 	uint32_t r, rounds = frames / b;
 	int k;
 
-	KT_EQ(kt_op(vm, OP(SET_MODE),
-		    fine ? KVM_PAGETYPE_MODE_FINE : KVM_PAGETYPE_MODE_COARSE),
-	      KVM_PAGETYPE_R_OK);
+	T_EQ(kt_op(vm, OP(SET_MODE),
+		   fine ? KVM_PAGETYPE_MODE_FINE : KVM_PAGETYPE_MODE_COARSE),
+	     KVM_PAGETYPE_R_OK);
 	for (r = 0; r <= rounds; r++) {
 		double *tt = r ? t : warm;
 
@@ -219,26 +219,19 @@ static int dma_bench(const char *dev, uint32_t frames)
 {
 	static const uint32_t sizes[] = { 1, 8, 64, DMA_MAX };
 	struct dma_cost fine[4], coarse[4];
-	struct kvm_pagetype_dma_device d = { 0 };
-	unsigned int seg, bus, slot, fn;
+	struct kvm_pagetype_dma_device d = kt_pci_addr(dev);
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
 	size_t i;
 
-	KT_ASSERT(sscanf(dev, "%x:%x:%x.%x", &seg, &bus, &slot, &fn) == 4,
-		  "PCI name %s", dev);
-	d.segment = seg;
-	d.bus = bus;
-	d.devfn = slot << 3 | fn;
 	frames = frames ? (frames + DMA_MAX - 1) / DMA_MAX * DMA_MAX : DMA_MAX;
 
-	kt_vm_create(&vm, 8 << 20);
-	KT_ASSERT(DMA_GFN(DMA_MAX - 1) < vm.mem_size / KT_PAGE, "VM size");
-	KT_EQ(kt_attach(&vm, 0), 0);
-	KT_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_CONFINE, &d),
-		  "DMA_CONFINE %s", dev);
+	kt_vm_new(&vm, 8 << 20, 0);
+	T_ASSERT(DMA_GFN(DMA_MAX - 1) < vm.mem_size / KT_PAGE, "VM size");
+	T_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_CONFINE, &d),
+		 "DMA_CONFINE %s", dev);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_devices, 1);
+	T_EQ(s.dma_devices, 1);
 
 	for (i = 0; i < 4; i++) {
 		dma_cost(&vm, true, sizes[i], frames, &fine[i]);
@@ -280,10 +273,10 @@ static int dma_bench(const char *dev, uint32_t frames)
 	DMA_ROW("fine: semi-writable -> writable (map)", fine, T_BACK);
 #undef DMA_ROW
 
-	KT_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_RELEASE, &d),
-		  "DMA_RELEASE");
+	T_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_RELEASE, &d),
+		 "DMA_RELEASE");
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_pinned, 0);
+	T_EQ(s.dma_pinned, 0);
 	kt_vm_destroy(&vm);
 	return 0;
 }
@@ -292,7 +285,6 @@ int main(int argc, char **argv)
 {
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 100000;
 	struct kvm_pagetype_op null = { .code = KVM_PAGETYPE_OP_NULL };
-	struct kvm_pagetype_doorbell d = { .gpa = DB_GFN * KT_PAGE };
 	uint32_t tables = ((n / 100) + 63) & ~63U;	/* 64 to a batch */
 	double base, t, store, trapped, pin, unpin;
 	uint8_t *code;
@@ -304,15 +296,14 @@ int main(int argc, char **argv)
 				 strtoul(argv[3], NULL, 0) : 4096);
 	if (!tables)
 		tables = 64;
-	kt_vm_create(&vm, 8 << 20);
-	KT_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	kt_vm_new(&vm, 8 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	code = (uint8_t *)kt_frame(&vm, KT_CODE_GFN);
 	memcpy(code + LOOP_OUT, loop_out, sizeof(loop_out));
 	memcpy(code + LOOP_STORE, loop_store, sizeof(loop_store));
 	memcpy(kt_frame(&vm, KT_BATCH_GFN), &null, sizeof(null));
 	memcpy((uint8_t *)kt_frame(&vm, DB_GFN) + 16, &null, sizeof(null));
-	KT_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_SET_DOORBELL, &d), "doorbell");
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
 
 	printf("kvm_pagetype, %llu of each (level 1 under TCG, its guest under "
 	       "KVM; ratios only)\n", (unsigned long long)n);

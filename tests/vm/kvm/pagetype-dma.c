@@ -73,11 +73,11 @@ static long long foll_pinned(void)
 	int fd;
 
 	fd = open("/proc/sys/vm/stat_refresh", O_WRONLY);
-	KT_ASSERT(fd >= 0, "open stat_refresh");
-	KT_EQ(write(fd, "1", 1), 1);
+	T_ASSERT(fd >= 0, "open stat_refresh");
+	T_EQ(write(fd, "1", 1), 1);
 	close(fd);
 	f = fopen("/proc/vmstat", "r");
-	KT_ASSERT(f, "/proc/vmstat");
+	T_ASSERT(f, "/proc/vmstat");
 	while (fscanf(f, "%63s %lld", name, &v) == 2) {
 		if (!strcmp(name, "nr_foll_pin_acquired"))
 			acquired = v;
@@ -85,7 +85,7 @@ static long long foll_pinned(void)
 			released = v;
 	}
 	fclose(f);
-	KT_ASSERT(acquired >= 0 && released >= 0, "no FOLL_PIN counters");
+	T_ASSERT(acquired >= 0 && released >= 0, "no FOLL_PIN counters");
 	return acquired - released;
 }
 
@@ -95,8 +95,8 @@ static void global_stats(struct kvm_pagetype_stats *s)
 	struct kvm_pagetype_get_stats g = { .flags = KVM_PAGETYPE_STATS_GLOBAL };
 	int fd = open("/dev/kvm-pagetype", O_RDWR);
 
-	KT_ASSERT(fd >= 0, "open");
-	KT_EQ(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g), 0);
+	T_ASSERT(fd >= 0, "open");
+	T_EQ(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g), 0);
 	close(fd);
 	*s = g.stats;
 }
@@ -113,11 +113,10 @@ static int release(int fd, struct kvm_pagetype_dma_device d)
 
 static void new_vm(struct kt_vm *vm)
 {
-	kt_vm_create(vm, 4 << 20);
-	KT_EQ(kt_attach(vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	kt_vm_new(vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 }
 
-static void test_refusals(void)
+KVMTEST(refusals)
 {
 	struct kvm_pagetype_dma_device d;
 	struct kt_vm vm, other;
@@ -125,33 +124,33 @@ static void test_refusals(void)
 	int fd;
 
 	fd = open("/dev/kvm-pagetype", O_RDWR);
-	KT_ASSERT(fd >= 0, "open");
-	KT_EQ(confine(fd, edu), -ENOENT);	/* nothing attached */
+	T_ASSERT(fd >= 0, "open");
+	T_EQ(confine(fd, edu), -ENOENT);	/* nothing attached */
 	close(fd);
 
 	new_vm(&vm);
 	d = edu;
 	d.pad = 1;
-	KT_EQ(confine(vm.pt_fd, d), -EINVAL);
+	T_EQ(confine(vm.pt_fd, d), -EINVAL);
 	d = edu;
 	d.flags = 1;
-	KT_EQ(confine(vm.pt_fd, d), -EINVAL);
+	T_EQ(confine(vm.pt_fd, d), -EINVAL);
 	d = edu;
 	d.segment = 0x10000;
-	KT_EQ(confine(vm.pt_fd, d), -EINVAL);
+	T_EQ(confine(vm.pt_fd, d), -EINVAL);
 	d = edu;
 	d.bus = 0xfe;
-	KT_EQ(confine(vm.pt_fd, d), -ENODEV);
-	KT_EQ(release(vm.pt_fd, edu), -ENOENT);	/* not confined */
+	T_EQ(confine(vm.pt_fd, d), -ENODEV);
+	T_EQ(release(vm.pt_fd, edu), -ENOENT);	/* not confined */
 	if (find_device(1, name, sizeof(name))) {
-		KT_EQ(confine(vm.pt_fd, pci_addr(name)), -EINVAL);
+		T_EQ(confine(vm.pt_fd, kt_pci_addr(name)), -EINVAL);
 		printf("# %s shares its IOMMU group: refused\n", name);
 	} else {
 		printf("# no device shares an IOMMU group here: not tried\n");
 	}
 	if (find_device(2, name, sizeof(name))) {
-		KT_EQ(confine(vm.pt_fd, pci_addr(name)), -EPERM);
-		KT_ASSERT(has_driver(name), "%s lost its driver", name);
+		T_EQ(confine(vm.pt_fd, kt_pci_addr(name)), -EPERM);
+		T_ASSERT(has_driver(name), "%s lost its driver", name);
 		printf("# %s has a driver: refused\n", name);
 	} else {
 		printf("# no device with a driver alone in a group: not tried\n");
@@ -166,30 +165,29 @@ static void test_refusals(void)
 		memset(&g, 0xff, sizeof(g));
 		g.flags = 0;
 		g.pad = 0;
-		KT_EQ(ioctl(vm.pt_fd, _IOC(_IOC_READ | _IOC_WRITE,
-					   KVM_PAGETYPE_IOC_MAGIC, 0x03, v1),
-			    &g), 0);
-		KT_EQ(g.stats.vms, 1);
-		KT_EQ(g.stats.dma_maps, ~0ULL);	/* not written */
+		T_EQ(ioctl(vm.pt_fd, _IOC(_IOC_READ | _IOC_WRITE,
+					  KVM_PAGETYPE_IOC_MAGIC, 0x03, v1),
+			   &g), 0);
+		T_EQ(g.stats.vms, 1);
+		T_EQ(g.stats.dma_maps, ~0ULL);	/* not written */
 	}
 
 	/* One device per VM, one VM per device. */
-	KT_EQ(confine(vm.pt_fd, edu), 0);
-	KT_EQ(confine(vm.pt_fd, edu), -EBUSY);
+	T_EQ(confine(vm.pt_fd, edu), 0);
+	T_EQ(confine(vm.pt_fd, edu), -EBUSY);
 	new_vm(&other);
-	KT_EQ(confine(other.pt_fd, edu), -EPERM);
+	T_EQ(confine(other.pt_fd, edu), -EPERM);
 	kt_vm_destroy(&other);
-	KT_EQ(release(vm.pt_fd, edu), 0);
-	KT_EQ(release(vm.pt_fd, edu), -ENOENT);
+	T_EQ(release(vm.pt_fd, edu), 0);
+	T_EQ(release(vm.pt_fd, edu), -ENOENT);
 	kt_vm_destroy(&vm);
-	printf("ok refusals\n");
 }
 
 /*
  * Coarse mode: DMA lands in writable frames only; a pin unmaps and
  * flushes before it returns, an unpin maps again; the counters say so.
  */
-static void test_coarse(void)
+KVMTEST(coarse)
 {
 	struct kvm_pagetype_stats s0, s;
 	long long pinned0;
@@ -198,55 +196,55 @@ static void test_coarse(void)
 	new_vm(&vm);
 	pinned0 = foll_pinned();
 	kt_stats(&vm, false, &s0);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
+	T_EQ(confine(vm.pt_fd, edu), 0);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_devices, 1);
-	KT_EQ(s.dma_pinned, 1024);
-	KT_EQ(s.dma_maps - s0.dma_maps, 1024);	/* every frame writable */
+	T_EQ(s.dma_devices, 1);
+	T_EQ(s.dma_pinned, 1024);
+	T_EQ(s.dma_maps - s0.dma_maps, 1024);	/* every frame writable */
 	/* The kernel's own count agrees, and goes back on release (below). */
-	KT_EQ(foll_pinned() - pinned0, 1024);
+	T_EQ(foll_pinned() - pinned0, 1024);
 
 	/* A writable frame: the write lands, through the IOMMU. */
-	KT_ASSERT(dma_lands(&vm, F_WRITABLE, 0xa1), "DMA to a writable frame");
+	T_ASSERT(dma_lands(&vm, F_WRITABLE, 0xa1), "DMA to a writable frame");
 	printf("# DMA write to writable gfn %#x landed\n", F_WRITABLE);
 
 	/*
 	 * Pinned as a table: unmapped, one flush, and DMA bounces, also
 	 * after a DMA just before the pin left a translation in the IOTLB.
 	 */
-	KT_ASSERT(dma_lands(&vm, F_TABLE, 0x9f), "DMA before the pin");
+	T_ASSERT(dma_lands(&vm, F_TABLE, 0x9f), "DMA before the pin");
 	memset(kt_frame(&vm, F_TABLE), 0, KT_PAGE);
 	kt_stats(&vm, false, &s0);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(OK));
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_unmaps - s0.dma_unmaps, 1);
-	KT_EQ(s.dma_flushes - s0.dma_flushes, 1);
-	KT_EQ(s.dma_maps - s0.dma_maps, 0);
-	KT_ASSERT(!dma_lands(&vm, F_TABLE, 0xb2), "DMA reached a table");
-	KT_ASSERT(frame_is(&vm, F_TABLE, 0), "table frame changed");
-	KT_EQ(kt_query(&vm, F_TABLE) >> KVM_PAGETYPE_TYPE_SHIFT,
-	      KVM_PAGETYPE_L1);
+	T_EQ(s.dma_unmaps - s0.dma_unmaps, 1);
+	T_EQ(s.dma_flushes - s0.dma_flushes, 1);
+	T_EQ(s.dma_maps - s0.dma_maps, 0);
+	T_ASSERT(!dma_lands(&vm, F_TABLE, 0xb2), "DMA reached a table");
+	T_ASSERT(frame_is(&vm, F_TABLE, 0), "table frame changed");
+	T_EQ(kt_query(&vm, F_TABLE) >> KVM_PAGETYPE_TYPE_SHIFT,
+	     KVM_PAGETYPE_L1);
 	printf("# DMA write to L1 table gfn %#x did not land\n", F_TABLE);
 
 	/* Unpinned: mapped again, and DMA lands. */
 	kt_stats(&vm, false, &s0);
-	KT_EQ(kt_op(&vm, OP(UNPIN), F_TABLE), R(OK));
+	T_EQ(kt_op(&vm, OP(UNPIN), F_TABLE), R(OK));
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_maps - s0.dma_maps, 1);
-	KT_EQ(s.dma_unmaps - s0.dma_unmaps, 0);
-	KT_EQ(s.dma_flushes - s0.dma_flushes, 0);
-	KT_ASSERT(dma_lands(&vm, F_TABLE, 0xc3), "DMA after unpin");
+	T_EQ(s.dma_maps - s0.dma_maps, 1);
+	T_EQ(s.dma_unmaps - s0.dma_unmaps, 0);
+	T_EQ(s.dma_flushes - s0.dma_flushes, 0);
+	T_ASSERT(dma_lands(&vm, F_TABLE, 0xc3), "DMA after unpin");
 	printf("# after unpin, DMA to gfn %#x landed\n", F_TABLE);
 
 	/* Semi-writable is CPU-writable but not DMA-writable. */
 	kt_stats(&vm, false, &s0);
-	KT_EQ(kt_op(&vm, OP(TO_SEMI), F_SEMI), R(OK));
+	T_EQ(kt_op(&vm, OP(TO_SEMI), F_SEMI), R(OK));
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_unmaps - s0.dma_unmaps, 1);
-	KT_EQ(s.dma_flushes - s0.dma_flushes, 1);
-	KT_ASSERT(!dma_lands(&vm, F_SEMI, 0xd4), "DMA reached a semi frame");
-	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_SEMI), R(OK));
-	KT_ASSERT(dma_lands(&vm, F_SEMI, 0xe5), "DMA after to_writable");
+	T_EQ(s.dma_unmaps - s0.dma_unmaps, 1);
+	T_EQ(s.dma_flushes - s0.dma_flushes, 1);
+	T_ASSERT(!dma_lands(&vm, F_SEMI, 0xd4), "DMA reached a semi frame");
+	T_EQ(kt_op(&vm, OP(TO_WRITABLE), F_SEMI), R(OK));
+	T_ASSERT(dma_lands(&vm, F_SEMI, 0xe5), "DMA after to_writable");
 	printf("# semi-writable gfn %#x: DMA refused, then landed once writable\n",
 	       F_SEMI);
 
@@ -260,25 +258,24 @@ static void test_coarse(void)
 
 	/* Reset maps back what a table or semi frame had taken. */
 	memset(kt_frame(&vm, F_TABLE), 0, KT_PAGE);	/* DMA filled it */
-	KT_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(OK));
-	KT_EQ(kt_op(&vm, OP(TO_SEMI), F_SEMI), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(OK));
+	T_EQ(kt_op(&vm, OP(TO_SEMI), F_SEMI), R(OK));
 	kt_stats(&vm, false, &s0);
-	KT_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
+	T_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_maps - s0.dma_maps, 2);
-	KT_ASSERT(dma_lands(&vm, F_TABLE, 0xf6), "DMA after reset");
+	T_EQ(s.dma_maps - s0.dma_maps, 2);
+	T_ASSERT(dma_lands(&vm, F_TABLE, 0xf6), "DMA after reset");
 
-	KT_EQ(release(vm.pt_fd, edu), 0);
+	T_EQ(release(vm.pt_fd, edu), 0);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_devices, 0);
-	KT_EQ(s.dma_pinned, 0);
-	KT_EQ(foll_pinned(), pinned0);
+	T_EQ(s.dma_devices, 0);
+	T_EQ(s.dma_pinned, 0);
+	T_EQ(foll_pinned(), pinned0);
 	kt_vm_destroy(&vm);
-	printf("ok coarse\n");
 }
 
 /* Closing everything, or taking a memslot away, releases the device. */
-static void test_lifetimes(void)
+KVMTEST(lifetimes)
 {
 	struct kvm_userspace_memory_region gone = { .slot = 0 };
 	long long pinned0 = foll_pinned();
@@ -290,36 +287,35 @@ static void test_lifetimes(void)
 	vm0 = foll_pinned();
 	printf("# FOLL_PIN pages: %lld before the VM, %lld with it\n",
 	       pinned0, vm0);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(OK));
-	KT_EQ(foll_pinned() - vm0, 1024);
+	T_EQ(confine(vm.pt_fd, edu), 0);
+	T_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(OK));
+	T_EQ(foll_pinned() - vm0, 1024);
 	kt_vm_destroy(&vm);			/* no release */
-	KT_EQ(foll_pinned(), pinned0);
+	T_EQ(foll_pinned(), pinned0);
 
 	new_vm(&vm);
 	vm0 = foll_pinned();
 	kt_stats(&vm, true, &s);
-	KT_EQ(s.dma_pinned, 0);
-	KT_EQ(s.dma_devices, 0);
-	KT_EQ(confine(vm.pt_fd, edu), 0);	/* the close released it */
-	KT_EQ(ioctl(vm.vm_fd, KVM_SET_USER_MEMORY_REGION, &gone), 0);
+	T_EQ(s.dma_pinned, 0);
+	T_EQ(s.dma_devices, 0);
+	T_EQ(confine(vm.pt_fd, edu), 0);	/* the close released it */
+	T_EQ(ioctl(vm.vm_fd, KVM_SET_USER_MEMORY_REGION, &gone), 0);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_devices, 0);
-	KT_EQ(s.dma_pinned, 0);
-	KT_EQ(s.kills, 0);			/* no table was there */
-	KT_EQ(foll_pinned(), vm0);
+	T_EQ(s.dma_devices, 0);
+	T_EQ(s.dma_pinned, 0);
+	T_EQ(s.kills, 0);			/* no table was there */
+	T_EQ(foll_pinned(), vm0);
 	kt_vm_destroy(&vm);
 
 	new_vm(&probe);
-	KT_EQ(confine(probe.pt_fd, edu), 0);
-	KT_ASSERT(dma_lands(&probe, F_WRITABLE, 0x17), "DMA in a new VM");
+	T_EQ(confine(probe.pt_fd, edu), 0);
+	T_ASSERT(dma_lands(&probe, F_WRITABLE, 0x17), "DMA in a new VM");
 	kt_vm_destroy(&probe);
 	global_stats(&s);
-	KT_EQ(s.dma_pinned, 0);
-	KT_EQ(s.dma_devices, 0);
-	KT_EQ(s.vms, 0);
-	KT_EQ(foll_pinned(), pinned0);
-	printf("ok lifetimes\n");
+	T_EQ(s.dma_pinned, 0);
+	T_EQ(s.dma_devices, 0);
+	T_EQ(s.vms, 0);
+	T_EQ(foll_pinned(), pinned0);
 }
 
 /*
@@ -331,67 +327,54 @@ static void test_lifetimes(void)
 #define F_SCATTER	0x400
 #define NR_SCATTER	64
 
-static void test_flushes(void)
-{
-	struct kvm_pagetype_op ops[NR_SCATTER];
-	struct kvm_pagetype_stats s0, s;
-	struct kt_vm vm;
-	uint32_t done;
-	int i;
-
-	kt_vm_create(&vm, 8 << 20);
-	KT_EQ(kt_attach(&vm, 0), 0);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
-	kt_stats(&vm, false, &s0);
-	KT_EQ(s0.dma_pinned, 2048);
-	for (i = 0; i < NR_SCATTER; i++)
-		ops[i] = (struct kvm_pagetype_op){
-			.code = OP(PIN_L1), .arg = F_SCATTER + 2 * i,
-		};
-	KT_EQ(kt_batch(&vm, ops, NR_SCATTER, &done), 0);
-	KT_EQ(done, NR_SCATTER);
-	for (i = 0; i < NR_SCATTER; i++)
-		KT_EQ(ops[i].result, R(OK));
-	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_unmaps - s0.dma_unmaps, NR_SCATTER);
-	KT_EQ(s.dma_flushes - s0.dma_flushes, NR_SCATTER);
-	KT_EQ(s.dma_maps - s0.dma_maps, 0);
-	KT_ASSERT(!dma_lands(&vm, F_SCATTER + 2 * 7, 0x29), "DMA to a table");
-
-	s0 = s;
-	for (i = 0; i < NR_SCATTER; i++)
-		ops[i] = (struct kvm_pagetype_op){
-			.code = OP(UNPIN), .arg = F_SCATTER + 2 * i,
-		};
-	KT_EQ(kt_batch(&vm, ops, NR_SCATTER, &done), 0);
-	KT_EQ(done, NR_SCATTER);
-	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_maps - s0.dma_maps, NR_SCATTER);
-	KT_EQ(s.dma_unmaps - s0.dma_unmaps, 0);
-	KT_EQ(s.dma_flushes - s0.dma_flushes, 0);
-	printf("# coarse: %d pins in one batch cost %d unmaps and %d IOTLB flushes, %d unpins %d maps (module)\n",
-	       NR_SCATTER, NR_SCATTER, NR_SCATTER, NR_SCATTER, NR_SCATTER);
-	printf("# scattered frames %#x..%#x step 2\n", F_SCATTER,
-	       F_SCATTER + 2 * (NR_SCATTER - 1));
-	kt_vm_destroy(&vm);
-	printf("ok flushes\n");
-}
-
 /* Run one op on each of NR_SCATTER frames from first, step 2, in a batch. */
 static void scatter_batch(struct kt_vm *vm, uint16_t code, uint64_t first)
 {
 	struct kvm_pagetype_op ops[NR_SCATTER];
-	uint32_t done;
 	int i;
 
 	for (i = 0; i < NR_SCATTER; i++)
 		ops[i] = (struct kvm_pagetype_op){
 			.code = code, .arg = first + 2 * i,
 		};
-	KT_EQ(kt_batch(vm, ops, NR_SCATTER, &done), 0);
-	KT_EQ(done, NR_SCATTER);
+	kt_batch_all(vm, ops, NR_SCATTER);
 	for (i = 0; i < NR_SCATTER; i++)
-		KT_EQ(ops[i].result, R(OK));
+		T_EQ(ops[i].result, R(OK));
+}
+
+KVMTEST(flushes)
+{
+	struct kvm_pagetype_op ops[NR_SCATTER];
+	struct kvm_pagetype_stats s0, s;
+	struct kt_vm vm;
+	int i;
+
+	kt_vm_new(&vm, 8 << 20, 0);
+	T_EQ(confine(vm.pt_fd, edu), 0);
+	kt_stats(&vm, false, &s0);
+	T_EQ(s0.dma_pinned, 2048);
+	scatter_batch(&vm, OP(PIN_L1), F_SCATTER);
+	kt_stats(&vm, false, &s);
+	T_EQ(s.dma_unmaps - s0.dma_unmaps, NR_SCATTER);
+	T_EQ(s.dma_flushes - s0.dma_flushes, NR_SCATTER);
+	T_EQ(s.dma_maps - s0.dma_maps, 0);
+	T_ASSERT(!dma_lands(&vm, F_SCATTER + 2 * 7, 0x29), "DMA to a table");
+
+	s0 = s;
+	for (i = 0; i < NR_SCATTER; i++)
+		ops[i] = (struct kvm_pagetype_op){
+			.code = OP(UNPIN), .arg = F_SCATTER + 2 * i,
+		};
+	kt_batch_all(&vm, ops, NR_SCATTER);
+	kt_stats(&vm, false, &s);
+	T_EQ(s.dma_maps - s0.dma_maps, NR_SCATTER);
+	T_EQ(s.dma_unmaps - s0.dma_unmaps, 0);
+	T_EQ(s.dma_flushes - s0.dma_flushes, 0);
+	printf("# coarse: %d pins in one batch cost %d unmaps and %d IOTLB flushes, %d unpins %d maps (module)\n",
+	       NR_SCATTER, NR_SCATTER, NR_SCATTER, NR_SCATTER, NR_SCATTER);
+	printf("# scattered frames %#x..%#x step 2\n", F_SCATTER,
+	       F_SCATTER + 2 * (NR_SCATTER - 1));
+	kt_vm_destroy(&vm);
 }
 
 /* The counters' changes since *s0, which becomes now. */
@@ -401,9 +384,9 @@ static void expect_dma(struct kt_vm *vm, struct kvm_pagetype_stats *s0,
 	struct kvm_pagetype_stats s;
 
 	kt_stats(vm, false, &s);
-	KT_EQ(s.dma_maps - s0->dma_maps, maps);
-	KT_EQ(s.dma_unmaps - s0->dma_unmaps, unmaps);
-	KT_EQ(s.dma_flushes - s0->dma_flushes, flushes);
+	T_EQ(s.dma_maps - s0->dma_maps, maps);
+	T_EQ(s.dma_unmaps - s0->dma_unmaps, unmaps);
+	T_EQ(s.dma_flushes - s0->dma_flushes, flushes);
 	*s0 = s;
 }
 
@@ -417,50 +400,38 @@ static void expect_dma(struct kt_vm *vm, struct kvm_pagetype_stats *s0,
  */
 #define F_FINE		0x600
 
-static void test_fine(void)
+KVMTEST(fine)
 {
 	struct kvm_pagetype_stats s0;
 	struct kt_vm vm;
 
-	kt_vm_create(&vm, 8 << 20);
-	KT_EQ(kt_attach(&vm, 0), 0);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
-	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(MODE));
+	kt_vm_new(&vm, 8 << 20, 0);
+	T_EQ(confine(vm.pt_fd, edu), 0);
+	T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), F_TABLE), R(MODE));
 	/* A translation of one of them in the IOTLB, to be flushed. */
-	KT_ASSERT(dma_lands(&vm, F_FINE + 2 * 9, 0x2f), "DMA to writable");
+	T_ASSERT(dma_lands(&vm, F_FINE + 2 * 9, 0x2f), "DMA to writable");
 	memset(kt_frame(&vm, F_FINE + 2 * 9), 0, KT_PAGE);
 	kt_stats(&vm, false, &s0);
 
 	scatter_batch(&vm, OP(TO_SEMI), F_FINE);
 	expect_dma(&vm, &s0, 0, NR_SCATTER, 1);
-	KT_ASSERT(!dma_lands(&vm, F_FINE + 2 * 9, 0x3a), "DMA to semi");
+	T_ASSERT(!dma_lands(&vm, F_FINE + 2 * 9, 0x3a), "DMA to semi");
 	scatter_batch(&vm, OP(PIN_L1), F_FINE);
 	expect_dma(&vm, &s0, 0, 0, 0);
-	KT_ASSERT(!dma_lands(&vm, F_FINE + 2 * 11, 0x4b), "DMA to a table");
+	T_ASSERT(!dma_lands(&vm, F_FINE + 2 * 11, 0x4b), "DMA to a table");
 	scatter_batch(&vm, OP(UNPIN), F_FINE);
 	expect_dma(&vm, &s0, 0, 0, 0);
-	KT_ASSERT(!dma_lands(&vm, F_FINE + 2 * 13, 0x5c), "DMA to semi");
+	T_ASSERT(!dma_lands(&vm, F_FINE + 2 * 13, 0x5c), "DMA to semi");
 	scatter_batch(&vm, OP(TO_WRITABLE), F_FINE);
 	expect_dma(&vm, &s0, NR_SCATTER, 0, 0);
-	KT_ASSERT(dma_lands(&vm, F_FINE + 2 * 13, 0x6d), "DMA to writable");
+	T_ASSERT(dma_lands(&vm, F_FINE + 2 * 13, 0x6d), "DMA to writable");
 	printf("# fine: %d scattered writable->semi in one batch: %d unmaps, 1 IOTLB flush; %d pins, %d unpins: no IOMMU work; %d semi->writable: %d maps (module)\n",
 	       NR_SCATTER, NR_SCATTER, NR_SCATTER, NR_SCATTER, NR_SCATTER,
 	       NR_SCATTER);
 	printf("# fine frames %#x..%#x step 2\n", F_FINE,
 	       F_FINE + 2 * (NR_SCATTER - 1));
 	kt_vm_destroy(&vm);
-	printf("ok fine\n");
-}
-
-/* Run ops as one batch, all of them; the caller checks their results. */
-static void batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
-		      uint32_t count)
-{
-	uint32_t done;
-
-	KT_EQ(kt_batch(vm, ops, count, &done), 0);
-	KT_EQ(done, count);
 }
 
 /*
@@ -470,7 +441,7 @@ static void batch_all(struct kt_vm *vm, struct kvm_pagetype_op *ops,
  * its type at that point: the IOMMU work is that of the ops that
  * succeeded, no more, and DMA reaches the frame as its final type says.
  */
-static void test_bad_batches(void)
+KVMTEST(bad_batches)
 {
 	struct kvm_pagetype_stats s0;
 	struct kt_vm vm;
@@ -478,7 +449,7 @@ static void test_bad_batches(void)
 	int mode, i;
 
 	new_vm(&vm);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
+	T_EQ(confine(vm.pt_fd, edu), 0);
 	pinned = foll_pinned();
 	kt_stats(&vm, false, &s0);
 
@@ -491,17 +462,17 @@ static void test_bad_batches(void)
 				   ~0ULL };
 		struct kvm_pagetype_op ops[4 * 4];
 
-		KT_EQ(kt_op(&vm, OP(SET_MODE), mode), R(OK));
+		T_EQ(kt_op(&vm, OP(SET_MODE), mode), R(OK));
 		kt_stats(&vm, false, &s0);
 		for (i = 0; i < 16; i++)
 			ops[i] = (struct kvm_pagetype_op){
 				.code = codes[i / 4], .arg = out[i % 4],
 			};
-		batch_all(&vm, ops, 16);
+		kt_batch_all(&vm, ops, 16);
 		for (i = 0; i < 16; i++)
-			KT_EQ(ops[i].result, R(RANGE));
+			T_EQ(ops[i].result, R(RANGE));
 		expect_dma(&vm, &s0, 0, 0, 0);
-		KT_EQ(s0.dma_pinned, 1024);
+		T_EQ(s0.dma_pinned, 1024);
 	}
 
 	/*
@@ -530,13 +501,13 @@ static void test_bad_batches(void)
 		};
 
 		memset(kt_frame(&vm, F_SEMI), 0, KT_PAGE);
-		batch_all(&vm, ops, 9);
+		kt_batch_all(&vm, ops, 9);
 		for (i = 0; i < 9; i++)
-			KT_EQ(ops[i].result, want[i]);
+			T_EQ(ops[i].result, want[i]);
 		expect_dma(&vm, &s0, 1, 2, 2);
-		KT_ASSERT(!dma_lands(&vm, F_SEMI, 0x71), "DMA to semi");
-		KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_SEMI), R(OK));
-		KT_ASSERT(dma_lands(&vm, F_SEMI, 0x72), "DMA to writable");
+		T_ASSERT(!dma_lands(&vm, F_SEMI, 0x71), "DMA to semi");
+		T_EQ(kt_op(&vm, OP(TO_WRITABLE), F_SEMI), R(OK));
+		T_ASSERT(dma_lands(&vm, F_SEMI, 0x72), "DMA to writable");
 		kt_stats(&vm, false, &s0);
 	}
 
@@ -556,26 +527,25 @@ static void test_bad_batches(void)
 			R(OK), R(EXIST), R(OK), R(NOENT), R(OK),
 		};
 
-		KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE),
-		      R(OK));
+		T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE),
+		     R(OK));
 		memset(kt_frame(&vm, F_TABLE), 0, KT_PAGE);
 		kt_stats(&vm, false, &s0);
-		batch_all(&vm, ops, 5);
+		kt_batch_all(&vm, ops, 5);
 		for (i = 0; i < 5; i++)
-			KT_EQ(ops[i].result, want[i]);
+			T_EQ(ops[i].result, want[i]);
 		expect_dma(&vm, &s0, 1, 2, 2);
-		KT_ASSERT(!dma_lands(&vm, F_TABLE, 0x73), "DMA to a table");
-		KT_ASSERT(frame_is(&vm, F_TABLE, 0), "table frame changed");
-		KT_EQ(kt_op(&vm, OP(UNPIN), F_TABLE), R(OK));
-		KT_ASSERT(dma_lands(&vm, F_TABLE, 0x74), "DMA after unpin");
+		T_ASSERT(!dma_lands(&vm, F_TABLE, 0x73), "DMA to a table");
+		T_ASSERT(frame_is(&vm, F_TABLE, 0), "table frame changed");
+		T_EQ(kt_op(&vm, OP(UNPIN), F_TABLE), R(OK));
+		T_ASSERT(dma_lands(&vm, F_TABLE, 0x74), "DMA after unpin");
 	}
 	/* Nothing pinned or unpinned by any of it. */
-	KT_EQ(foll_pinned(), pinned);
+	T_EQ(foll_pinned(), pinned);
 	kt_stats(&vm, false, &s0);
-	KT_EQ(s0.dma_pinned, 1024);
-	KT_EQ(s0.kills, 0);
+	T_EQ(s0.dma_pinned, 1024);
+	T_EQ(s0.kills, 0);
 	kt_vm_destroy(&vm);
-	printf("ok bad-batches\n");
 }
 
 /*
@@ -591,48 +561,48 @@ static void test_bad_batches(void)
 #define F_MODE_C	0x54
 #define F_MODE_D	0x56
 
-static void test_mode_switch(void)
+KVMTEST(mode_switch)
 {
 	struct kvm_pagetype_stats s0;
 	struct kt_vm vm;
 	int i;
 
 	new_vm(&vm);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
+	T_EQ(confine(vm.pt_fd, edu), 0);
 	kt_stats(&vm, false, &s0);
 
 	/* Fine: A and B semi-writable (one flush), B a table. */
-	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
 	{
 		struct kvm_pagetype_op ops[] = {
 			{ .code = OP(TO_SEMI), .arg = F_MODE_A },
 			{ .code = OP(TO_SEMI), .arg = F_MODE_B },
 		};
 
-		batch_all(&vm, ops, 2);
-		KT_EQ(ops[0].result, R(OK));
-		KT_EQ(ops[1].result, R(OK));
+		kt_batch_all(&vm, ops, 2);
+		T_EQ(ops[0].result, R(OK));
+		T_EQ(ops[1].result, R(OK));
 	}
-	KT_EQ(kt_op(&vm, OP(PIN_L1), F_MODE_B), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), F_MODE_B), R(OK));
 	expect_dma(&vm, &s0, 0, 2, 1);
 
 	/* To coarse: no IOMMU work, and A and B still take no DMA. */
-	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE), R(OK));
+	T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE), R(OK));
 	expect_dma(&vm, &s0, 0, 0, 0);
-	KT_ASSERT(kt_query(&vm, F_MODE_A) & KVM_PAGETYPE_SEMI, "A not semi");
-	KT_ASSERT(!dma_lands(&vm, F_MODE_A, 0x81), "DMA to semi after switch");
-	KT_ASSERT(!dma_lands(&vm, F_MODE_B, 0x82), "DMA to table after switch");
+	T_ASSERT(kt_query(&vm, F_MODE_A) & KVM_PAGETYPE_SEMI, "A not semi");
+	T_ASSERT(!dma_lands(&vm, F_MODE_A, 0x81), "DMA to semi after switch");
+	T_ASSERT(!dma_lands(&vm, F_MODE_B, 0x82), "DMA to table after switch");
 	/* Coarse takes semi -> table too, without IOMMU work. */
-	KT_EQ(kt_op(&vm, OP(PIN_L1), F_MODE_A), R(OK));
-	KT_EQ(kt_op(&vm, OP(UNPIN), F_MODE_A), R(OK));
-	KT_EQ(kt_op(&vm, OP(UNPIN), F_MODE_B), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), F_MODE_A), R(OK));
+	T_EQ(kt_op(&vm, OP(UNPIN), F_MODE_A), R(OK));
+	T_EQ(kt_op(&vm, OP(UNPIN), F_MODE_B), R(OK));
 	expect_dma(&vm, &s0, 0, 0, 0);
-	KT_ASSERT(kt_query(&vm, F_MODE_B) & KVM_PAGETYPE_SEMI, "B not semi");
-	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_A), R(OK));
-	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_B), R(OK));
+	T_ASSERT(kt_query(&vm, F_MODE_B) & KVM_PAGETYPE_SEMI, "B not semi");
+	T_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_A), R(OK));
+	T_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_B), R(OK));
 	expect_dma(&vm, &s0, 2, 0, 0);
-	KT_ASSERT(dma_lands(&vm, F_MODE_A, 0x83), "DMA to A, writable again");
-	KT_ASSERT(dma_lands(&vm, F_MODE_B, 0x84), "DMA to B, writable again");
+	T_ASSERT(dma_lands(&vm, F_MODE_A, 0x83), "DMA to A, writable again");
+	T_ASSERT(dma_lands(&vm, F_MODE_B, 0x84), "DMA to B, writable again");
 
 	/*
 	 * Switches inside one batch: C's lazy unmap is synced by the coarse
@@ -654,22 +624,21 @@ static void test_mode_switch(void)
 			R(OK), R(OK), R(MODE), R(OK), R(OK), R(OK),
 		};
 
-		batch_all(&vm, ops, 6);
+		kt_batch_all(&vm, ops, 6);
 		for (i = 0; i < 6; i++)
-			KT_EQ(ops[i].result, want[i]);
+			T_EQ(ops[i].result, want[i]);
 	}
 	expect_dma(&vm, &s0, 0, 2, 2);
-	KT_ASSERT(!dma_lands(&vm, F_MODE_C, 0x85), "DMA to semi C");
-	KT_ASSERT(!dma_lands(&vm, F_MODE_D, 0x86), "DMA to table D");
-	KT_ASSERT(frame_is(&vm, F_MODE_D, 0), "table D changed");
-	KT_EQ(kt_op(&vm, OP(UNPIN), F_MODE_D), R(OK));	/* in fine mode */
+	T_ASSERT(!dma_lands(&vm, F_MODE_C, 0x85), "DMA to semi C");
+	T_ASSERT(!dma_lands(&vm, F_MODE_D, 0x86), "DMA to table D");
+	T_ASSERT(frame_is(&vm, F_MODE_D, 0), "table D changed");
+	T_EQ(kt_op(&vm, OP(UNPIN), F_MODE_D), R(OK));	/* in fine mode */
 	expect_dma(&vm, &s0, 1, 0, 0);
-	KT_ASSERT(dma_lands(&vm, F_MODE_D, 0x87), "DMA to D, unpinned");
-	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_C), R(OK));
+	T_ASSERT(dma_lands(&vm, F_MODE_D, 0x87), "DMA to D, unpinned");
+	T_EQ(kt_op(&vm, OP(TO_WRITABLE), F_MODE_C), R(OK));
 	expect_dma(&vm, &s0, 1, 0, 0);
-	KT_EQ(s0.kills, 0);
+	T_EQ(s0.kills, 0);
 	kt_vm_destroy(&vm);
-	printf("ok mode-switch\n");
 }
 
 /*
@@ -683,13 +652,13 @@ static void test_mode_switch(void)
 static void vm_in_flight(struct kt_vm *vm)
 {
 	new_vm(vm);
-	KT_EQ(confine(vm->pt_fd, edu), 0);
-	KT_EQ(kt_op(vm, OP(PIN_L1), F_TABLE), R(OK));
-	KT_EQ(kt_op(vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
-	KT_EQ(kt_op(vm, OP(TO_SEMI), F_SEMI), R(OK));
+	T_EQ(confine(vm->pt_fd, edu), 0);
+	T_EQ(kt_op(vm, OP(PIN_L1), F_TABLE), R(OK));
+	T_EQ(kt_op(vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	T_EQ(kt_op(vm, OP(TO_SEMI), F_SEMI), R(OK));
 }
 
-static void test_vm_gone(void)
+KVMTEST(vm_gone)
 {
 	long long pinned0 = foll_pinned();
 	struct kvm_pagetype_stats s;
@@ -698,47 +667,46 @@ static void test_vm_gone(void)
 	pid_t pid;
 
 	vm_in_flight(&vm);
-	KT_EQ(foll_pinned() - pinned0, 1024);
+	T_EQ(foll_pinned() - pinned0, 1024);
 	munmap(vm.run, vm.run_size);
-	KT_EQ(close(vm.vcpu_fd), 0);
-	KT_EQ(close(vm.vm_fd), 0);
-	KT_EQ(close(vm.kvm_fd), 0);
+	T_EQ(close(vm.vcpu_fd), 0);
+	T_EQ(close(vm.vm_fd), 0);
+	T_EQ(close(vm.kvm_fd), 0);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_devices, 1);
-	KT_EQ(s.dma_pinned, 1024);
-	KT_EQ(foll_pinned() - pinned0, 1024);
-	KT_ASSERT(dma_lands(&vm, F_WRITABLE, 0x91), "DMA, KVM fds closed");
-	KT_EQ(close(vm.pt_fd), 0);
+	T_EQ(s.dma_devices, 1);
+	T_EQ(s.dma_pinned, 1024);
+	T_EQ(foll_pinned() - pinned0, 1024);
+	T_ASSERT(dma_lands(&vm, F_WRITABLE, 0x91), "DMA, KVM fds closed");
+	T_EQ(close(vm.pt_fd), 0);
 	munmap(vm.mem, vm.mem_size);
 	global_stats(&s);
-	KT_EQ(s.dma_pinned, 0);
-	KT_EQ(s.dma_devices, 0);
-	KT_EQ(s.vms, 0);
-	KT_EQ(foll_pinned(), pinned0);
+	T_EQ(s.dma_pinned, 0);
+	T_EQ(s.dma_devices, 0);
+	T_EQ(s.vms, 0);
+	T_EQ(foll_pinned(), pinned0);
 	printf("# KVM fds closed first: pinned until the module's fd closed\n");
 
 	pid = fork();
-	KT_ASSERT(pid >= 0, "fork");
+	T_ASSERT(pid >= 0, "fork");
 	if (!pid) {
 		vm_in_flight(&vm);
 		_exit(0);
 	}
-	KT_EQ(waitpid(pid, &status, 0), pid);
-	KT_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status),
-		  "child status %#x", status);
+	T_EQ(waitpid(pid, &status, 0), pid);
+	T_ASSERT(WIFEXITED(status) && !WEXITSTATUS(status),
+		 "child status %#x", status);
 	global_stats(&s);
-	KT_EQ(s.dma_pinned, 0);
-	KT_EQ(s.dma_devices, 0);
-	KT_EQ(s.vms, 0);
-	KT_EQ(foll_pinned(), pinned0);
+	T_EQ(s.dma_pinned, 0);
+	T_EQ(s.dma_devices, 0);
+	T_EQ(s.vms, 0);
+	T_EQ(foll_pinned(), pinned0);
 	printf("# process exited with edu confined: nothing left pinned\n");
 
 	new_vm(&vm);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
-	KT_ASSERT(dma_lands(&vm, F_WRITABLE, 0x92), "DMA in a new VM");
+	T_EQ(confine(vm.pt_fd, edu), 0);
+	T_ASSERT(dma_lands(&vm, F_WRITABLE, 0x92), "DMA in a new VM");
 	kt_vm_destroy(&vm);
-	KT_EQ(foll_pinned(), pinned0);
-	printf("ok vm-gone\n");
+	T_EQ(foll_pinned(), pinned0);
 }
 
 /*
@@ -777,7 +745,7 @@ static void rounds_pass(struct racer *r, unsigned long n)
 		usleep(1000);
 }
 
-static void test_release_racing(void)
+KVMTEST(release_racing)
 {
 	long long pinned0 = foll_pinned();
 	struct kvm_pagetype_stats s, after;
@@ -787,75 +755,44 @@ static void test_release_racing(void)
 	pthread_t t;
 
 	new_vm(&vm);
-	KT_EQ(confine(vm.pt_fd, edu), 0);
-	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	T_EQ(confine(vm.pt_fd, edu), 0);
+	T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
 	r.vm = &vm;
-	KT_EQ(pthread_create(&t, NULL, race_batches, &r), 0);
+	T_EQ(pthread_create(&t, NULL, race_batches, &r), 0);
 	rounds_pass(&r, 10);
-	KT_EQ(release(vm.pt_fd, edu), 0);
+	T_EQ(release(vm.pt_fd, edu), 0);
 	at = __atomic_load_n(&r.rounds, __ATOMIC_ACQUIRE);
 	rounds_pass(&r, 10);
 	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
-	KT_EQ(pthread_join(t, NULL), 0);
+	T_EQ(pthread_join(t, NULL), 0);
 
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.dma_devices, 0);
-	KT_EQ(s.dma_pinned, 0);
-	KT_EQ(foll_pinned(), pinned0);
+	T_EQ(s.dma_devices, 0);
+	T_EQ(s.dma_pinned, 0);
+	T_EQ(foll_pinned(), pinned0);
 	scatter_batch(&vm, OP(TO_SEMI), F_RACE);
 	scatter_batch(&vm, OP(TO_WRITABLE), F_RACE);
 	kt_stats(&vm, false, &after);
-	KT_EQ(after.dma_maps, s.dma_maps);
-	KT_EQ(after.dma_unmaps, s.dma_unmaps);
-	KT_EQ(after.dma_flushes, s.dma_flushes);
+	T_EQ(after.dma_maps, s.dma_maps);
+	T_EQ(after.dma_unmaps, s.dma_unmaps);
+	T_EQ(after.dma_flushes, s.dma_flushes);
 
-	KT_EQ(confine(vm.pt_fd, edu), 0);
-	KT_ASSERT(dma_lands(&vm, F_RACE + 2 * 3, 0xa1),
-		  "DMA after confining again");
-	KT_EQ(kt_op(&vm, OP(TO_SEMI), F_RACE + 2 * 5), R(OK));
-	KT_ASSERT(!dma_lands(&vm, F_RACE + 2 * 5, 0xa2), "DMA to semi");
+	T_EQ(confine(vm.pt_fd, edu), 0);
+	T_ASSERT(dma_lands(&vm, F_RACE + 2 * 3, 0xa1),
+		 "DMA after confining again");
+	T_EQ(kt_op(&vm, OP(TO_SEMI), F_RACE + 2 * 5), R(OK));
+	T_ASSERT(!dma_lands(&vm, F_RACE + 2 * 5, 0xa2), "DMA to semi");
 	kt_vm_destroy(&vm);
-	KT_EQ(foll_pinned(), pinned0);
+	T_EQ(foll_pinned(), pinned0);
 	printf("# release while batches ran: released after round %lu of %lu, every op R_OK, nothing pinned\n",
 	       at, r.rounds);
-	printf("ok release-racing\n");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
-	{ "refusals", test_refusals },
-	{ "coarse", test_coarse },
-	{ "lifetimes", test_lifetimes },
-	{ "flushes", test_flushes },
-	{ "fine", test_fine },
-	{ "bad-batches", test_bad_batches },
-	{ "mode-switch", test_mode_switch },
-	{ "vm-gone", test_vm_gone },
-	{ "release-racing", test_release_racing },
-};
-
-int main(int argc, char **argv)
+/* edu, found and mapped once: every test's child inherits it. */
+static void dma_setup(void)
 {
-	size_t i;
-	int a;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1 && !strcmp(argv[1], "list")) {
-		for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-			printf("%s\n", tests[i].name);
-		return 0;
-	}
 	edu_setup();
 	printf("# edu %s\n", edu_name);
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		bool run = argc == 1;
-
-		for (a = 1; a < argc; a++)
-			run |= !strcmp(argv[a], tests[i].name);
-		if (run)
-			tests[i].fn();
-	}
-	return 0;
 }
+
+KVMTEST_MAIN(dma_setup)

@@ -31,9 +31,8 @@ static uint32_t word(uint32_t type, uint32_t flags, uint32_t count)
 
 static void new_vm(struct kt_vm *vm, uint64_t size, uint32_t flags)
 {
-	kt_vm_create(vm, size);
-	KT_EQ(kt_attach(vm, flags), 0);
-	KT_EQ(vm->nr_frames, size / KT_PAGE);
+	kt_vm_new(vm, size, flags);
+	T_EQ(vm->nr_frames, size / KT_PAGE);
 }
 
 /* The user-half address of frame gfn's entry i in the user L1. */
@@ -49,10 +48,10 @@ static void expect_dead(struct kt_vm *vm, uint64_t why)
 	uint64_t v;
 
 	kt_stats(vm, false, &s);
-	KT_EQ(s.kills, 1);
-	KT_EQ(s.last_kill, why);
-	KT_EQ(kt_guest_load(vm, kt_kva(0x20 * KT_PAGE), &v, 0), -EIO);
-	KT_EQ(kt_batch(vm, &op, 1, NULL), -EIO);
+	T_EQ(s.kills, 1);
+	T_EQ(s.last_kill, why);
+	T_EQ(kt_guest_load(vm, kt_kva(0x20 * KT_PAGE), &v, 0), -EIO);
+	T_EQ(kt_batch(vm, &op, 1, NULL), -EIO);
 }
 
 /* A new VM attaches and runs: level 1 is healthy after a kill. */
@@ -64,12 +63,12 @@ static void expect_healthy(void)
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	kt_frame(&vm, 0x21)[0] = MARK;
-	KT_EQ(kt_guest_load(&vm, 0x21000, &v, 0), 0);
-	KT_EQ(v, MARK);
+	T_EQ(kt_guest_load(&vm, 0x21000, &v, 0), 0);
+	T_EQ(v, MARK);
 	kt_vm_destroy(&vm);
 }
 
-static void test_abi(void)
+KVMTEST(abi)
 {
 	struct kvm_pagetype_attach a = { .vm_fd = -1 };
 	struct kvm_pagetype_get_stats g = { 0 };
@@ -78,57 +77,57 @@ static void test_abi(void)
 	int fd, fd2, null;
 
 	fd = open("/dev/kvm-pagetype", O_RDWR);
-	KT_ASSERT(fd >= 0, "open");
-	KT_EQ(ioctl(fd, KVM_PAGETYPE_VERSION), KVM_PAGETYPE_ABI_VERSION);
-	KT_ASSERT(ioctl(fd, _IO(KVM_PAGETYPE_IOC_MAGIC, 0x7f)) == -1 &&
-		  errno == ENOTTY, "unknown ioctl");
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g) == -1 &&
-		  errno == ENOENT, "per-VM stats, nothing attached");
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_RUN_BATCH, &b) == -1 &&
-		  errno == ENOENT, "batch, nothing attached");
+	T_ASSERT(fd >= 0, "open");
+	T_EQ(ioctl(fd, KVM_PAGETYPE_VERSION), KVM_PAGETYPE_ABI_VERSION);
+	T_ASSERT(ioctl(fd, _IO(KVM_PAGETYPE_IOC_MAGIC, 0x7f)) == -1 &&
+		 errno == ENOTTY, "unknown ioctl");
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g) == -1 &&
+		 errno == ENOENT, "per-VM stats, nothing attached");
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_RUN_BATCH, &b) == -1 &&
+		 errno == ENOENT, "batch, nothing attached");
 	g.flags = 2;
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g) == -1 &&
-		  errno == EINVAL, "stats flags");
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_GET_STATS, &g) == -1 &&
+		 errno == EINVAL, "stats flags");
 
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBADF,
-		  "attach fd -1");
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBADF,
+		 "attach fd -1");
 	null = open("/dev/null", O_RDWR);
 	a.vm_fd = null;
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
-		  "attach /dev/null");
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
+		 "attach /dev/null");
 	close(null);
 
 	/* A VM with no memory yet. */
 	bare.kvm_fd = open("/dev/kvm", O_RDWR);
 	bare.vm_fd = ioctl(bare.kvm_fd, KVM_CREATE_VM, 0);
 	a.vm_fd = bare.vm_fd;
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
-		  "attach a VM without memory");
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
+		 "attach a VM without memory");
 	close(bare.vm_fd);
 	close(bare.kvm_fd);
 
 	kt_vm_create(&vm, 4 << 20);
 	a.vm_fd = vm.vm_fd;
 	a.flags = 0x80;
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
-		  "unknown attach flag");
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EINVAL,
+		 "unknown attach flag");
 	a.flags = 0;
-	KT_EQ(ioctl(fd, KVM_PAGETYPE_ATTACH, &a), 0);
-	KT_EQ(a.nr_frames, 1024);
-	KT_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBUSY,
-		  "a second attach on one file");
+	T_EQ(ioctl(fd, KVM_PAGETYPE_ATTACH, &a), 0);
+	T_EQ(a.nr_frames, 1024);
+	T_ASSERT(ioctl(fd, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBUSY,
+		 "a second attach on one file");
 	fd2 = open("/dev/kvm-pagetype", O_RDWR);
-	KT_ASSERT(ioctl(fd2, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBUSY,
-		  "one VM attached twice");
+	T_ASSERT(ioctl(fd2, KVM_PAGETYPE_ATTACH, &a) == -1 && errno == EBUSY,
+		 "one VM attached twice");
 	g.flags = KVM_PAGETYPE_STATS_GLOBAL;
-	KT_EQ(ioctl(fd2, KVM_PAGETYPE_GET_STATS, &g), 0);
-	KT_EQ(g.stats.vms, 1);
+	T_EQ(ioctl(fd2, KVM_PAGETYPE_GET_STATS, &g), 0);
+	T_EQ(g.stats.vms, 1);
 	close(fd2);
 	close(fd);
 	kt_vm_destroy(&vm);
 }
 
-static void test_pin(void)
+KVMTEST(pin)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
@@ -136,68 +135,68 @@ static void test_pin(void)
 	int level;
 
 	new_vm(&vm, 4 << 20, 0);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(OK));
-	KT_EQ(kt_op(&vm, OP(PIN_L2), KT_UL2_GFN), R(OK));
-	KT_EQ(kt_op(&vm, OP(PIN_L3), KT_UL3_GFN), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L2), KT_UL2_GFN), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L3), KT_UL3_GFN), R(OK));
 	/* Without the kernel-half flag the kernel's L3 is no L3. */
-	KT_EQ(kt_op(&vm, OP(PIN_L4), KT_L4_GFN), R(TYPE));
+	T_EQ(kt_op(&vm, OP(PIN_L4), KT_L4_GFN), R(TYPE));
 	kt_vm_destroy(&vm);
 
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
-	KT_EQ(kt_query(&vm, KT_UL1_GFN), word(1, PINNED, 2));
-	KT_EQ(kt_query(&vm, KT_UL2_GFN), word(2, PINNED, 2));
-	KT_EQ(kt_query(&vm, KT_UL3_GFN), word(3, PINNED, 2));
-	KT_EQ(kt_query(&vm, KT_L4_GFN), word(4, PINNED, 1));
-	KT_EQ(kt_query(&vm, KT_KL3_GFN), word(0, 0, 1));
-	KT_EQ(kt_query(&vm, 0x20), word(0, 0, 1));
-	KT_EQ(kt_query(&vm, KT_CODE_GFN), word(0, 0, 0));
+	T_EQ(kt_query(&vm, KT_UL1_GFN), word(1, PINNED, 2));
+	T_EQ(kt_query(&vm, KT_UL2_GFN), word(2, PINNED, 2));
+	T_EQ(kt_query(&vm, KT_UL3_GFN), word(3, PINNED, 2));
+	T_EQ(kt_query(&vm, KT_L4_GFN), word(4, PINNED, 1));
+	T_EQ(kt_query(&vm, KT_KL3_GFN), word(0, 0, 1));
+	T_EQ(kt_query(&vm, 0x20), word(0, 0, 1));
+	T_EQ(kt_query(&vm, KT_CODE_GFN), word(0, 0, 0));
 	kt_stats(&vm, false, &s);
 	for (level = 0; level < 4; level++)
-		KT_EQ(s.pinned[level], 1);
-	KT_EQ(s.validations, 4 * 512);
+		T_EQ(s.pinned[level], 1);
+	T_EQ(s.validations, 4 * 512);
 
 	/* The guest runs through its pinned tables. */
 	kt_frame(&vm, 0x20)[0] = MARK;
-	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
-	KT_EQ(v, MARK);
+	T_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	T_EQ(v, MARK);
 
-	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(EXIST));
-	KT_EQ(kt_op(&vm, OP(PIN_L2), KT_UL1_GFN), R(TYPE));
-	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL1_GFN), R(BUSY));
-	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(NOENT));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), 1024), R(RANGE));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), ~0ULL), R(RANGE));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), 0x20), R(BUSY));	/* mapped writable */
-	KT_EQ(kt_op(&vm, OP(PIN_L3), KT_KL3_GFN), R(BUSY));
-	KT_EQ(kt_op(&vm, 999, 0), R(INVAL));
+	T_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(EXIST));
+	T_EQ(kt_op(&vm, OP(PIN_L2), KT_UL1_GFN), R(TYPE));
+	T_EQ(kt_op(&vm, OP(UNPIN), KT_UL1_GFN), R(BUSY));
+	T_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(NOENT));
+	T_EQ(kt_op(&vm, OP(PIN_L1), 1024), R(RANGE));
+	T_EQ(kt_op(&vm, OP(PIN_L1), ~0ULL), R(RANGE));
+	T_EQ(kt_op(&vm, OP(PIN_L1), 0x20), R(BUSY));	/* mapped writable */
+	T_EQ(kt_op(&vm, OP(PIN_L3), KT_KL3_GFN), R(BUSY));
+	T_EQ(kt_op(&vm, 999, 0), R(INVAL));
 	/* A table with an entry outside guest memory, and a wrong level. */
 	kt_frame(&vm, T_FRAME)[3] = kt_pte(4096, 0);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(RANGE));
+	T_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(RANGE));
 	kt_frame(&vm, T_FRAME)[3] = kt_pte(KT_UL2_GFN, KT_RW);
-	KT_EQ(kt_op(&vm, OP(PIN_L2), T_FRAME), R(TYPE));
-	KT_EQ(kt_query(&vm, T_FRAME), 0);
+	T_EQ(kt_op(&vm, OP(PIN_L2), T_FRAME), R(TYPE));
+	T_EQ(kt_query(&vm, T_FRAME), 0);
 
 	/* Top down, everything comes back. */
-	KT_EQ(kt_op(&vm, OP(UNPIN), KT_L4_GFN), R(OK));
-	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL3_GFN), R(OK));
-	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL2_GFN), R(OK));
-	KT_EQ(kt_op(&vm, OP(UNPIN), KT_UL1_GFN), R(OK));
-	KT_EQ(kt_query(&vm, KT_UL1_GFN), 0);
-	KT_EQ(kt_query(&vm, KT_KL3_GFN), 0);
-	KT_EQ(kt_query(&vm, 0x20), 0);
+	T_EQ(kt_op(&vm, OP(UNPIN), KT_L4_GFN), R(OK));
+	T_EQ(kt_op(&vm, OP(UNPIN), KT_UL3_GFN), R(OK));
+	T_EQ(kt_op(&vm, OP(UNPIN), KT_UL2_GFN), R(OK));
+	T_EQ(kt_op(&vm, OP(UNPIN), KT_UL1_GFN), R(OK));
+	T_EQ(kt_query(&vm, KT_UL1_GFN), 0);
+	T_EQ(kt_query(&vm, KT_KL3_GFN), 0);
+	T_EQ(kt_query(&vm, 0x20), 0);
 	kt_stats(&vm, false, &s);
 	for (level = 0; level < 4; level++)
-		KT_EQ(s.pinned[level], 0);
-	KT_EQ(s.kills, 0);
+		T_EQ(s.pinned[level], 0);
+	T_EQ(s.kills, 0);
 	/* Untracked again: an entry no rule allows now just lands. */
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102),
-			     kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
-	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x102),
+			    kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
+	T_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
 	kt_vm_destroy(&vm);
 }
 
-static void test_legal_writes(void)
+KVMTEST(legal_writes)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
@@ -208,39 +207,39 @@ static void test_legal_writes(void)
 	kt_frame(&vm, 0x120)[0] = MARK;
 
 	/* Map a frame writable, read through it, make it read-only, unmap. */
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x100), kt_pte(0x120, KT_RW), 8), 0);
-	KT_EQ(kt_query(&vm, 0x120), word(0, 0, 1));
-	KT_EQ(kt_guest_load(&vm, 0x100000, &v, 0), 0);
-	KT_EQ(v, MARK);
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x100), kt_pte(0x120, 0), 8), 0);
-	KT_EQ(kt_query(&vm, 0x120), word(0, 0, 0));
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x100), 0, 8), 0);
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x100), kt_pte(0x120, KT_RW), 8), 0);
+	T_EQ(kt_query(&vm, 0x120), word(0, 0, 1));
+	T_EQ(kt_guest_load(&vm, 0x100000, &v, 0), 0);
+	T_EQ(v, MARK);
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x100), kt_pte(0x120, 0), 8), 0);
+	T_EQ(kt_query(&vm, 0x120), word(0, 0, 0));
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x100), 0, 8), 0);
 	/* Read-only mappings of tables are fine. */
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x101), kt_pte(KT_UL2_GFN, 0), 8),
-	      0);
-	KT_EQ(kt_query(&vm, KT_UL2_GFN), word(2, PINNED, 2));
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x101), kt_pte(KT_UL2_GFN, 0), 8),
+	     0);
+	T_EQ(kt_query(&vm, KT_UL2_GFN), word(2, PINNED, 2));
 	/* A 4-byte store is validated with the rest of the entry. */
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102), kt_pte(0x121, KT_RW), 4),
-	      0);
-	KT_EQ(kt_query(&vm, 0x121), word(0, 0, 1));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), 0x121), R(BUSY));
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102), 0, 4), 0);
-	KT_EQ(kt_query(&vm, 0x121), word(0, 0, 0));
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x102), kt_pte(0x121, KT_RW), 4),
+	     0);
+	T_EQ(kt_query(&vm, 0x121), word(0, 0, 1));
+	T_EQ(kt_op(&vm, OP(PIN_L1), 0x121), R(BUSY));
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x102), 0, 4), 0);
+	T_EQ(kt_query(&vm, 0x121), word(0, 0, 0));
 
 	/* A non-leaf entry to a new L1 takes and drops its reference. */
-	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
-	KT_EQ(kt_guest_store(&vm, kt_kva(KT_UL2_GFN * KT_PAGE + 8),
-			     kt_pte(T_FRAME, KT_RW), 8), 0);
-	KT_EQ(kt_query(&vm, T_FRAME), word(1, PINNED, 2));
-	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(BUSY));
-	KT_EQ(kt_guest_store(&vm, kt_kva(KT_UL2_GFN * KT_PAGE + 8), 0, 8), 0);
-	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
+	T_EQ(kt_guest_store(&vm, kt_kva(KT_UL2_GFN * KT_PAGE + 8),
+			    kt_pte(T_FRAME, KT_RW), 8), 0);
+	T_EQ(kt_query(&vm, T_FRAME), word(1, PINNED, 2));
+	T_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(BUSY));
+	T_EQ(kt_guest_store(&vm, kt_kva(KT_UL2_GFN * KT_PAGE + 8), 0, 8), 0);
+	T_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(OK));
 
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.writes, 8);
-	KT_EQ(s.write_updates, 8);
-	KT_EQ(s.violations, 0);
-	KT_EQ(s.kills, 0);
+	T_EQ(s.writes, 8);
+	T_EQ(s.write_updates, 8);
+	T_EQ(s.violations, 0);
+	T_EQ(s.kills, 0);
 	kt_vm_destroy(&vm);
 }
 
@@ -252,15 +251,15 @@ static void kill_by_store(uint64_t va, uint64_t val)
 
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
-	KT_EQ(kt_guest_store(&vm, va, val, 8), -EIO);
+	T_EQ(kt_guest_store(&vm, va, val, 8), -EIO);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_WRITE);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.violations, 1);
+	T_EQ(s.violations, 1);
 	kt_vm_destroy(&vm);
 	expect_healthy();
 }
 
-static void test_kill_write(void)
+KVMTEST(kill_write)
 {
 	/* A leaf mapping a table writable. */
 	kill_by_store(ul1_entry(0x102), kt_pte(KT_UL2_GFN, KT_RW));
@@ -282,14 +281,14 @@ static void kill_by_batch(uint64_t gpa, uint32_t count)
 
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
-	KT_ASSERT(ioctl(vm.pt_fd, KVM_PAGETYPE_RUN_BATCH, &b) == -1 &&
-		  errno == EIO, "batch at %#llx of %u",
-		  (unsigned long long)gpa, count);
+	T_ASSERT(ioctl(vm.pt_fd, KVM_PAGETYPE_RUN_BATCH, &b) == -1 &&
+		 errno == EIO, "batch at %#llx of %u",
+		 (unsigned long long)gpa, count);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_BATCH);
 	kt_vm_destroy(&vm);
 }
 
-static void test_batches(void)
+KVMTEST(batches)
 {
 	struct kvm_pagetype_op ops[KVM_PAGETYPE_MAX_BATCH] = { 0 };
 	uint32_t pins = KVM_PAGETYPE_WORK_BUDGET / 512, done, i;
@@ -312,23 +311,22 @@ static void test_batches(void)
 	for (i = 0; i <= pins; i++)
 		ops[i] = (struct kvm_pagetype_op){ .code = OP(PIN_L1),
 						   .arg = T_FRAME + i };
-	KT_EQ(kt_batch(&vm, ops, pins + 1, &done), 0);
-	KT_EQ(done, pins);
-	KT_EQ(ops[pins - 1].result, R(OK));
-	KT_EQ(ops[pins].result, R(SKIPPED));
+	T_EQ(kt_batch(&vm, ops, pins + 1, &done), 0);
+	T_EQ(done, pins);
+	T_EQ(ops[pins - 1].result, R(OK));
+	T_EQ(ops[pins].result, R(SKIPPED));
 	/* A full batch of cheap ops runs whole, errors and all. */
 	for (i = 0; i < KVM_PAGETYPE_MAX_BATCH; i++)
 		ops[i] = (struct kvm_pagetype_op){ .code = i % 2 ? OP(NULL) : 77 };
-	KT_EQ(kt_batch(&vm, ops, KVM_PAGETYPE_MAX_BATCH, &done), 0);
-	KT_EQ(done, KVM_PAGETYPE_MAX_BATCH);
-	KT_EQ(ops[0].result, R(INVAL));
-	KT_EQ(ops[1].result, R(OK));
+	kt_batch_all(&vm, ops, KVM_PAGETYPE_MAX_BATCH);
+	T_EQ(ops[0].result, R(INVAL));
+	T_EQ(ops[1].result, R(OK));
 	/* The batch's own frame cannot be pinned by it. */
-	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_BATCH_GFN), R(BUSY));
+	T_EQ(kt_op(&vm, OP(PIN_L1), KT_BATCH_GFN), R(BUSY));
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.batches_cut, 1);
-	KT_EQ(s.pinned[0], pins);
-	KT_EQ(s.kills, 0);
+	T_EQ(s.batches_cut, 1);
+	T_EQ(s.pinned[0], pins);
+	T_EQ(s.kills, 0);
 	kt_vm_destroy(&vm);
 }
 
@@ -337,45 +335,41 @@ static void test_batches(void)
  * entries and one of 511 all map frame X.  One more reference is refused:
  * by a pin with R_OVERFLOW, by a guest write with a kill.
  */
-static void test_overflow(void)
+KVMTEST(overflow)
 {
 	const uint64_t x = 0x140, first = 1024, tables = 8192;
 	struct kvm_pagetype_op ops[64];
 	struct kt_vm vm;
 	uint64_t t, i;
-	uint32_t done;
+	uint32_t n;
 
 	new_vm(&vm, 40 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	for (t = first; t < first + tables; t++)
 		for (i = 0; i < 512; i++)
 			kt_frame(&vm, t)[i] = kt_pte(x, KT_RW);
-	for (t = 0; t < tables - 1; t += done) {
-		uint32_t n = tables - 1 - t < 64 ? tables - 1 - t : 64;
-
+	for (t = 0; t < tables - 1; t += n) {
+		n = tables - 1 - t < 64 ? tables - 1 - t : 64;
 		for (i = 0; i < n; i++)
 			ops[i] = (struct kvm_pagetype_op){
 				.code = OP(PIN_L1), .arg = first + t + i };
-		KT_EQ(kt_batch(&vm, ops, n, &done), 0);
-		KT_EQ(done, n);
+		kt_batch_all(&vm, ops, n);
 		for (i = 0; i < n; i++)
-			KT_EQ(ops[i].result, R(OK));
+			T_EQ(ops[i].result, R(OK));
 	}
-	KT_EQ(kt_query(&vm, x), word(0, 0, 8191 * 512));
+	T_EQ(kt_query(&vm, x), word(0, 0, 8191 * 512));
 	/* 512 more do not fit in the 511 left: refused, nothing taken. */
-	KT_EQ(kt_op(&vm, OP(PIN_L1), first + tables - 1), R(OVERFLOW));
-	KT_EQ(kt_query(&vm, x), word(0, 0, 8191 * 512));
+	T_EQ(kt_op(&vm, OP(PIN_L1), first + tables - 1), R(OVERFLOW));
+	T_EQ(kt_query(&vm, x), word(0, 0, 8191 * 512));
 	kt_frame(&vm, first + tables - 1)[511] = 0;
-	KT_EQ(kt_op(&vm, OP(PIN_L1), first + tables - 1), R(OK));
-	KT_EQ(kt_query(&vm, x), word(0, 0, KVM_PAGETYPE_COUNT_MASK));
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x104), kt_pte(x, KT_RW), 8),
-	      -EIO);
+	T_EQ(kt_op(&vm, OP(PIN_L1), first + tables - 1), R(OK));
+	T_EQ(kt_query(&vm, x), word(0, 0, KVM_PAGETYPE_COUNT_MASK));
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x104), kt_pte(x, KT_RW), 8),
+	     -EIO);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_WRITE);
 	kt_vm_destroy(&vm);
 	expect_healthy();
 }
-
-static int set_doorbell(struct kt_vm *vm, uint64_t gpa);
 
 static void set_slot(struct kt_vm *vm, uint32_t slot, uint64_t gpa,
 		     uint64_t size, void *mem)
@@ -385,11 +379,11 @@ static void set_slot(struct kt_vm *vm, uint32_t slot, uint64_t gpa,
 		.userspace_addr = (uintptr_t)mem,
 	};
 
-	KT_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r),
-		  "slot %u", slot);
+	T_ASSERT(!ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r),
+		 "slot %u", slot);
 }
 
-static void test_memslots(void)
+KVMTEST(memslots)
 {
 	static uint64_t extra[2][512 * 256] __attribute__((aligned(4096)));
 	struct kvm_pagetype_stats s;
@@ -400,30 +394,30 @@ static void test_memslots(void)
 	kt_vm_create(&vm, 4 << 20);
 	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
 	set_slot(&vm, 2, 5 << 20, 1 << 20, extra[1]);
-	KT_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
-	KT_EQ(vm.nr_frames, 1536);
+	T_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	T_EQ(vm.nr_frames, 1536);
 	kt_pin_user_tables(&vm);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));	/* in slot 2 */
+	T_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));	/* in slot 2 */
 	set_slot(&vm, 1, 4 << 20, 0, extra[0]);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.kills, 0);
-	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	T_EQ(s.kills, 0);
+	T_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
 	/* Frames whose slot is gone are refused. */
-	KT_EQ(kt_op(&vm, OP(PIN_L1), 1100), R(IO));
+	T_EQ(kt_op(&vm, OP(PIN_L1), 1100), R(IO));
 	/*
 	 * A doorbell page whose slot goes: its tracking went with it, and a
 	 * new slot in the same place is not untracked for it later (that
 	 * would take KVM's track count below zero: a WARN on the host).
 	 */
 	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
-	KT_EQ(set_doorbell(&vm, 1100 * KT_PAGE), 0);
+	T_EQ(kt_set_doorbell(&vm, 1100 * KT_PAGE), 0);
 	set_slot(&vm, 1, 4 << 20, 0, extra[0]);
 	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
-	KT_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
+	T_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.kills, 0);
+	T_EQ(s.kills, 0);
 	kt_pin_user_tables(&vm);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));
 	/* Slot 2 holds a pinned table: its removal kills the VM. */
 	set_slot(&vm, 2, 5 << 20, 0, extra[1]);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_MEMSLOT);
@@ -440,14 +434,14 @@ static int kvm_debugfs_vms(void)
 
 	snprintf(prefix, sizeof(prefix), "%d-", getpid());
 	dir = opendir("/sys/kernel/debug/kvm");
-	KT_ASSERT(dir, "/sys/kernel/debug/kvm");
+	T_ASSERT(dir, "/sys/kernel/debug/kvm");
 	while ((d = readdir(dir)))
 		n += !strncmp(d->d_name, prefix, strlen(prefix));
 	closedir(dir);
 	return n;
 }
 
-static void test_lifetimes(void)
+KVMTEST(lifetimes)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
@@ -457,71 +451,64 @@ static void test_lifetimes(void)
 	/* The VMM closes the VM first: the attachment holds it until closed. */
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
-	KT_EQ(kvm_debugfs_vms(), 1);
+	T_EQ(kvm_debugfs_vms(), 1);
 	pt_fd = vm.pt_fd;
 	vm.pt_fd = -1;
 	kt_vm_destroy(&vm);
-	KT_EQ(kvm_debugfs_vms(), 1);
+	T_EQ(kvm_debugfs_vms(), 1);
 	vm.pt_fd = pt_fd;
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.pinned[3], 1);
+	T_EQ(s.pinned[3], 1);
 	/* The module holds the VM's last reference; closing frees it. */
-	KT_ASSERT(syscall(SYS_delete_module, "kvm_pagetype", O_NONBLOCK) == -1 &&
-		  (errno == EWOULDBLOCK || errno == EBUSY),
-		  "unloading with a VM attached");
+	T_ASSERT(syscall(SYS_delete_module, "kvm_pagetype", O_NONBLOCK) == -1 &&
+		 (errno == EWOULDBLOCK || errno == EBUSY),
+		 "unloading with a VM attached");
 	close(pt_fd);
-	KT_EQ(kvm_debugfs_vms(), 0);
+	T_EQ(kvm_debugfs_vms(), 0);
 
 	/* Detached first: tracking is gone, the VM runs on unchecked. */
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	close(vm.pt_fd);
 	vm.pt_fd = -1;
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102),
-			     kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
-	KT_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x102),
+			    kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
+	T_EQ(kt_guest_load(&vm, 0x20000, &v, 0), 0);
 	/* ... and can be attached again, from its new state. */
-	KT_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(OK));
-	KT_EQ(kt_op(&vm, OP(PIN_L2), KT_UL2_GFN), R(BUSY));
+	T_EQ(kt_attach(&vm, KVM_PAGETYPE_ATTACH_KERNEL_HALF), 0);
+	T_EQ(kt_op(&vm, OP(PIN_L1), KT_UL1_GFN), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L2), KT_UL2_GFN), R(BUSY));
 	kt_vm_destroy(&vm);
 }
 
-static void test_modes(void)
+KVMTEST(modes)
 {
 	struct kvm_pagetype_stats s;
 	struct kt_vm vm;
 
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
-	KT_EQ(kt_op(&vm, OP(SET_MODE), 7), R(INVAL));
-	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(MODE));
-	KT_EQ(kt_op(&vm, OP(TO_SEMI), T_FRAME), R(OK));
-	KT_EQ(kt_op(&vm, OP(TO_SEMI), T_FRAME), R(EXIST));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
-	KT_EQ(kt_query(&vm, T_FRAME), word(1, PINNED | KVM_PAGETYPE_SEMI, 1));
-	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(TYPE));
-	KT_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(OK));
-	KT_EQ(kt_query(&vm, T_FRAME), word(0, KVM_PAGETYPE_SEMI, 0));
+	T_EQ(kt_op(&vm, OP(SET_MODE), 7), R(INVAL));
+	T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_FINE), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(MODE));
+	T_EQ(kt_op(&vm, OP(TO_SEMI), T_FRAME), R(OK));
+	T_EQ(kt_op(&vm, OP(TO_SEMI), T_FRAME), R(EXIST));
+	T_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
+	T_EQ(kt_query(&vm, T_FRAME), word(1, PINNED | KVM_PAGETYPE_SEMI, 1));
+	T_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(TYPE));
+	T_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(OK));
+	T_EQ(kt_query(&vm, T_FRAME), word(0, KVM_PAGETYPE_SEMI, 0));
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.semi, 1);
-	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(OK));
-	KT_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(NOENT));
-	KT_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE), R(OK));
-	KT_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
+	T_EQ(s.semi, 1);
+	T_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(OK));
+	T_EQ(kt_op(&vm, OP(TO_WRITABLE), T_FRAME), R(NOENT));
+	T_EQ(kt_op(&vm, OP(SET_MODE), KVM_PAGETYPE_MODE_COARSE), R(OK));
+	T_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.semi, 0);
-	KT_EQ(s.ops[OP(SET_MODE)], 3);
-	KT_EQ(s.ops[OP(TO_SEMI)], 2);
-	KT_EQ(s.op_errors, 5);
+	T_EQ(s.semi, 0);
+	T_EQ(s.ops[OP(SET_MODE)], 3);
+	T_EQ(s.ops[OP(TO_SEMI)], 2);
+	T_EQ(s.op_errors, 5);
 	kt_vm_destroy(&vm);
-}
-
-static int set_doorbell(struct kt_vm *vm, uint64_t gpa)
-{
-	struct kvm_pagetype_doorbell d = { .gpa = gpa };
-
-	return ioctl(vm->pt_fd, KVM_PAGETYPE_SET_DOORBELL, &d) ? -errno : 0;
 }
 
 #define DB_GFN		9
@@ -535,7 +522,7 @@ static int ring(struct kt_vm *vm, struct kvm_pagetype_op *ops, uint32_t count,
 	return kt_guest_store(vm, kt_kva(DB_GFN * KT_PAGE), ring_val, 8);
 }
 
-static void test_doorbell(void)
+KVMTEST(doorbell)
 {
 	struct kvm_pagetype_op ops[2] = {
 		{ .code = OP(NULL) },
@@ -549,113 +536,76 @@ static void test_doorbell(void)
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	db = (uint32_t *)kt_frame(&vm, DB_GFN);
-	KT_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE + 8), -EINVAL);
-	KT_EQ(set_doorbell(&vm, 4 << 20), -ERANGE);
-	KT_EQ(set_doorbell(&vm, KT_UL1_GFN * KT_PAGE), -EBUSY);
-	KT_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
-	KT_EQ(kt_op(&vm, OP(PIN_L1), DB_GFN), R(BUSY));
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE + 8), -EINVAL);
+	T_EQ(kt_set_doorbell(&vm, 4 << 20), -ERANGE);
+	T_EQ(kt_set_doorbell(&vm, KT_UL1_GFN * KT_PAGE), -EBUSY);
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
+	T_EQ(kt_op(&vm, OP(PIN_L1), DB_GFN), R(BUSY));
 
 	/* One store runs the batch; results are there when it completes. */
 	db[2] = db[3] = 0xdead;
-	KT_EQ(ring(&vm, ops, 2, KVM_PAGETYPE_DB_RING(bgpa, 2)), 0);
-	KT_EQ(db[2], 0);
-	KT_EQ(db[3], 2);
+	T_EQ(ring(&vm, ops, 2, KVM_PAGETYPE_DB_RING(bgpa, 2)), 0);
+	T_EQ(db[2], 0);
+	T_EQ(db[3], 2);
 	memcpy(ops, kt_frame(&vm, DB_BATCH_GFN), sizeof(ops));
-	KT_EQ(ops[0].result, R(OK));
-	KT_EQ(ops[1].result, R(OK));
-	KT_EQ(kt_query(&vm, T_FRAME), word(1, PINNED, 1));
+	T_EQ(ops[0].result, R(OK));
+	T_EQ(ops[1].result, R(OK));
+	T_EQ(kt_query(&vm, T_FRAME), word(1, PINNED, 1));
 	/* The batch may share the doorbell's page, past the ring. */
 	ops[0] = (struct kvm_pagetype_op){ .code = OP(UNPIN), .arg = T_FRAME };
 	memcpy((uint8_t *)db + 16, ops, sizeof(ops[0]));
-	KT_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE),
-			     KVM_PAGETYPE_DB_RING(DB_GFN * KT_PAGE + 16, 1), 8),
-	      0);
-	KT_EQ(db[3], 1);
-	KT_EQ(((struct kvm_pagetype_op *)(db + 4))->result, R(OK));
-	KT_EQ(kt_query(&vm, T_FRAME), 0);
+	T_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE),
+			    KVM_PAGETYPE_DB_RING(DB_GFN * KT_PAGE + 16, 1), 8),
+	     0);
+	T_EQ(db[3], 1);
+	T_EQ(((struct kvm_pagetype_op *)(db + 4))->result, R(OK));
+	T_EQ(kt_query(&vm, T_FRAME), 0);
 	/* Stores elsewhere in the page ring nothing. */
 	db[3] = 0xdead;
-	KT_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE + 24), 0, 8), 0);
-	KT_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE + 0), 7, 4), 0);
-	KT_EQ(db[3], 0xdead);
+	T_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE + 24), 0, 8), 0);
+	T_EQ(kt_guest_store(&vm, kt_kva(DB_GFN * KT_PAGE + 0), 7, 4), 0);
+	T_EQ(db[3], 0xdead);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.doorbells, 2);
-	KT_EQ(s.batches, 6);	/* 2 rung, 4 through the ioctl */
+	T_EQ(s.doorbells, 2);
+	T_EQ(s.batches, 6);	/* 2 rung, 4 through the ioctl */
 
 	/* Reset: no table, no doorbell, and the guest runs unchecked. */
-	KT_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
-	KT_EQ(kt_query(&vm, KT_UL1_GFN), 0);
-	KT_EQ(kt_query(&vm, KT_KL3_GFN), 0);
-	KT_EQ(ring(&vm, ops, 1, KVM_PAGETYPE_DB_RING(bgpa, 1)), 0);
-	KT_EQ(db[3], 0xdead);
-	KT_EQ(kt_guest_store(&vm, ul1_entry(0x102),
-			     kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
+	T_EQ(ioctl(vm.pt_fd, KVM_PAGETYPE_RESET), 0);
+	T_EQ(kt_query(&vm, KT_UL1_GFN), 0);
+	T_EQ(kt_query(&vm, KT_KL3_GFN), 0);
+	T_EQ(ring(&vm, ops, 1, KVM_PAGETYPE_DB_RING(bgpa, 1)), 0);
+	T_EQ(db[3], 0xdead);
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x102),
+			    kt_pte(KT_UL2_GFN, KT_RW), 8), 0);
 	kt_stats(&vm, false, &s);
-	KT_EQ(s.pinned[0] + s.pinned[3], 0);
-	KT_EQ(s.kills, 0);
+	T_EQ(s.pinned[0] + s.pinned[3], 0);
+	T_EQ(s.kills, 0);
 	/* A malformed ring kills, like a malformed ioctl batch. */
-	KT_EQ(set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
-	KT_EQ(ring(&vm, ops, 1, KVM_PAGETYPE_DB_RING(bgpa, 0)), -EIO);
+	T_EQ(kt_set_doorbell(&vm, DB_GFN * KT_PAGE), 0);
+	T_EQ(ring(&vm, ops, 1, KVM_PAGETYPE_DB_RING(bgpa, 0)), -EIO);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_BATCH);
 	kt_vm_destroy(&vm);
 	expect_healthy();
 }
 
 /* The global counters: every VM so far, attached or not. */
-static void test_global(void)
+KVMTEST(global)
 {
 	struct kvm_pagetype_stats g0, g1;
 	struct kt_vm vm;
 
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_stats(&vm, true, &g0);
-	KT_EQ(g0.vms, 1);
+	T_EQ(g0.vms, 1);
 	kt_pin_user_tables(&vm);
 	kt_stats(&vm, true, &g1);
-	KT_EQ(g1.ops[OP(PIN_L4)], g0.ops[OP(PIN_L4)] + 1);
-	KT_EQ(g1.pinned[3], g0.pinned[3] + 1);
-	KT_EQ(g1.batches, g0.batches + 1);
+	T_EQ(g1.ops[OP(PIN_L4)], g0.ops[OP(PIN_L4)] + 1);
+	T_EQ(g1.pinned[3], g0.pinned[3] + 1);
+	T_EQ(g1.batches, g0.batches + 1);
 	kt_vm_destroy(&vm);
 	printf("global: %llu batches, %llu kills, %llu validations\n",
 	       (unsigned long long)g1.batches, (unsigned long long)g1.kills,
 	       (unsigned long long)g1.validations);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
-	{ "abi", test_abi },
-	{ "pin", test_pin },
-	{ "legal-writes", test_legal_writes },
-	{ "kill-write", test_kill_write },
-	{ "batches", test_batches },
-	{ "overflow", test_overflow },
-	{ "memslots", test_memslots },
-	{ "lifetimes", test_lifetimes },
-	{ "modes", test_modes },
-	{ "doorbell", test_doorbell },
-	{ "global", test_global },
-};
-
-int main(int argc, char **argv)
-{
-	size_t i;
-	int a;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		bool run = argc == 1;
-
-		for (a = 1; a < argc; a++) {
-			if (!strcmp(argv[a], "list"))
-				printf("%s\n", tests[i].name);
-			run |= !strcmp(argv[a], tests[i].name);
-		}
-		if (!run)
-			continue;
-		tests[i].fn();
-		printf("ok %s\n", tests[i].name);
-	}
-	return 0;
-}
+KVMTEST_MAIN(NULL)

@@ -169,7 +169,7 @@ class Result:
             why = "kernel splat: %s" % self.splats[0]
         else:
             why = "exit status %d" % self.status
-            # A guest program's VM_ASSERT says where: keep its first one.
+            # A guest program's T_ASSERT says where: keep its first one.
             asserted = re.search(r"^ASSERT \S+:\d+: .*$", self.text(),
                                  re.M)
             if asserted:
