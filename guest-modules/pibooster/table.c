@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pibooster's side of the kernel's page tables: a table handed out
+ * pinned (from the cache or the page allocator), roots pinned after the
+ * fact, a table abandoned before it was linked, and the reaper that takes
+ * freed tables back once the kernel lets go of them (the pending list,
+ * the sweep), unpinning them into the cache or to the page allocator.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/srcu.h>
+#include <linux/workqueue.h>
+#include <asm/pgalloc.h>
+
+#include "pibooster.h"
+
+/* Reaper cadence: pending pages every 2 jiffies, a full sweep each second. */
+#define PIB_REAP_DELAY		2
+#define PIB_SWEEP_DELAY		HZ
+
+struct pib_lat pib_lat[PIB_LEVELS];
+
+static DEFINE_SPINLOCK(pib_pending_lock);
+static LIST_HEAD(pib_pending);		/* freed through a hook: page->lru */
+static unsigned long pib_next_sweep;
+static bool pib_stopping;
+static void pib_reap(struct work_struct *work);
+static DECLARE_DELAYED_WORK(pib_reaper, pib_reap);
+
+/* ---- tables: handed out pinned, taken back once the kernel lets go ---- */
+
+/*
+ * Whether the module holds a reference on a level's tables for as long
+ * as they are tables.  L1 tables are also freed by inline code the hooks
+ * never see (pte_free() after a lost race in pmd_install(), THP's
+ * deposited tables, khugepaged): the reference keeps such a page from the
+ * page allocator until the sweep finds the count at ours.  L2 tables must
+ * not carry one (hugetlb decides PMD sharing by page_count()), and no
+ * inline path frees an L2..L4 table of a user mm: their hooks take the
+ * reference when the kernel frees them.
+ */
+static bool pib_lifetime_ref(int level)
+{
+	return level == 1;
+}
+
+/* The same for a frame in state @s: an L1 table or a root (below). */
+bool pib_holds_ref(u8 s)
+{
+	return (s & PIB_S_ROOT) || pib_lifetime_ref(s & PIB_S_LEVEL);
+}
+
+/*
+ * A frame fresh from the page allocator that we still have pinned: an L2
+ * to L4 table the stock functions freed while a livepatch transition had
+ * some tasks on them and some on the hooks (only L1 tables carry our
+ * reference, which keeps them from the allocator).  Unpin it now that it
+ * is ours; docs/pibooster.md, "Livepatch transitions".
+ */
+void pib_forget_stale(struct page *page)
+{
+	unsigned long pfn = page_to_pfn(page);
+	struct kvm_pagetype_op ops[2];
+	u8 s = READ_ONCE(pib_state[pfn]);
+	u32 n = 0;
+
+	if (!(s & PIB_S_TABLE))
+		return;
+	pib_op(&ops[n++], KVM_PAGETYPE_OP_UNPIN, pfn);
+	if (s & PIB_S_SEMI)
+		pib_op(&ops[n++], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
+	pib_run(ops, n);
+	if (!ops[0].result)
+		atomic_long_dec(&pib_levels[(s & PIB_S_LEVEL) - 1].tables);
+	atomic_long_inc(&pib_stats[PIB_STALE]);
+	WRITE_ONCE(pib_state[pfn], 0);
+}
+
+/*
+ * Unpin the batch's n table frames, then cache them or give them to the
+ * page allocator: one batch for the unpins, one for the conversions of
+ * the frames the cache does not keep.  A frame the backend refuses to
+ * unpin stays ours for good, never reused.  With borrowed, the pages are
+ * not ours to cache or put (tables the kernel may be freeing right now):
+ * only the frames are converted.
+ */
+void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
+{
+	struct page *page;
+	u32 i, m = 0;
+
+	for (i = 0; i < n; i++) {
+		b->states[i] = READ_ONCE(pib_state[page_to_pfn(b->pages[i])]);
+		pib_op(&b->ops[i], KVM_PAGETYPE_OP_UNPIN,
+		       page_to_pfn(b->pages[i]));
+	}
+	pib_run(b->ops, n);
+	for (i = 0; i < n; i++) {
+		u8 s = b->states[i];
+		int level = s & PIB_S_LEVEL;
+
+		page = b->pages[i];
+		if (b->ops[i].result)
+			continue;
+		atomic_long_dec(&pib_levels[level - 1].tables);
+		WRITE_ONCE(pib_state[page_to_pfn(page)],
+			   s & ~(PIB_S_TABLE | PIB_S_PENDING | PIB_S_ROOT));
+		if (!(s & PIB_S_SEMI)) {
+			if (!borrowed)
+				pib_free_frame(page);
+			continue;
+		}
+		/* A root is not cached: only a p4d would take it. */
+		if (!borrowed && !(s & PIB_S_ROOT) && pib_push(level, page))
+			continue;
+		b->pages[m] = page;
+		pib_op(&b->ops[m++], KVM_PAGETYPE_OP_TO_WRITABLE,
+		       page_to_pfn(page));
+	}
+	if (m) {
+		pib_run(b->ops, m);
+		for (i = 0; i < m; i++)
+			if (!b->ops[i].result && !borrowed)
+				pib_free_frame(b->pages[i]);
+	}
+}
+
+/*
+ * The kernel's tables, freed in a batch: each frame's share of the
+ * batch's time goes to its level (debugfs pibooster/latency).
+ */
+static void pib_release_timed(struct pib_batch *b, u32 n)
+{
+	u64 t0 = ktime_get_ns(), share;
+	u32 i;
+
+	pib_release_pages(b, n, false);
+	share = (ktime_get_ns() - t0) / n;
+	for (i = 0; i < n; i++) {
+		int level = b->states[i] & PIB_S_LEVEL;
+
+		if (!level || (b->states[i] & PIB_S_ROOT))
+			continue;	/* not allocated by us: not timed */
+		atomic64_inc(&pib_lat[level - 1].frees);
+		atomic64_add(share, &pib_lat[level - 1].free_ns);
+	}
+}
+
+/*
+ * The same for a list of pages the kernel has let go of, linked through
+ * page->lru (which no one else uses once a table is freed).
+ */
+static void pib_release_tables(struct list_head *list)
+{
+	struct pib_batch *b;
+	struct page *page, *next;
+	u32 n = 0;
+
+	if (list_empty(list))
+		return;
+	b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+	list_for_each_entry_safe(page, next, list, lru) {
+		list_del(&page->lru);
+		page->lru.next = NULL;
+		page->lru.prev = NULL;
+		b->pages[n++] = page;
+		if (n == KVM_PAGETYPE_MAX_BATCH) {
+			pib_release_timed(b, n);
+			n = 0;
+		}
+	}
+	if (n)
+		pib_release_timed(b, n);
+	kfree(b);
+}
+
+/*
+ * Pin frame pfn at a level.  In fine-grained mode a writable frame is
+ * made semi-writable in the same batch (*semi says which it is, before
+ * and after); a pin that raced a switch to fine-grained mode is retried
+ * that way.  A refused pin leaves the frame writable.
+ */
+static bool pib_pin(unsigned long pfn, int level, u8 *semi)
+{
+	struct kvm_pagetype_op ops[2];
+	u32 n = 0, pin;
+
+	if (!*semi && READ_ONCE(pib_cache_on)) {
+		pib_op(&ops[n++], KVM_PAGETYPE_OP_TO_SEMI, pfn);
+		*semi = PIB_S_SEMI;
+	}
+	pin = n;
+	pib_op(&ops[n++], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
+	__pib_run(ops, n);	/* counted below: a pin refused for the mode is retried */
+	if (ops[pin].result == KVM_PAGETYPE_R_MODE && !*semi) {
+		/* The cache went on since we looked: fine-grained now. */
+		atomic_long_inc(&pib_stats[PIB_MODE_RETRIES]);
+		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_SEMI, pfn);
+		pib_op(&ops[1], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
+		pib_run(ops, 2);
+		*semi = PIB_S_SEMI;
+		pin = 1;
+	} else {
+		pib_count_ops(ops, n);
+	}
+	if (!ops[pin].result)
+		return true;
+	if (*semi && (!pin || !ops[0].result)) {
+		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
+		pib_run(ops, 1);
+	}
+	return false;
+}
+
+/*
+ * A table at a level: from the cache when it is on and has one,
+ * else from the page allocator (PiBooster's miss: the coarse path for
+ * this frame); pinned before it is returned.  A table the backend
+ * refuses to pin is handed out as the stock kernel would (counted as an
+ * error: the rules and the cache disagree).
+ */
+struct page *__pib_table_alloc(int level, gfp_t gfp)
+{
+	struct page *page = NULL;
+	unsigned long pfn;
+	u8 semi = 0;
+
+	if (READ_ONCE(pib_cache_on)) {
+		page = pib_pop(level);
+		if (page) {
+			clear_page(page_address(page));
+			semi = PIB_S_SEMI;
+			atomic_long_inc(&pib_stats[PIB_HITS]);
+		} else {
+			atomic_long_inc(&pib_stats[PIB_MISSES]);
+		}
+	}
+	if (!page) {
+		page = alloc_page(gfp);
+		if (!page)
+			return NULL;
+		if (page_to_pfn(page) >= pib_nr_frames) {
+			atomic_long_inc(&pib_stats[PIB_STOCK]);
+			return page;
+		}
+		pib_forget_stale(page);
+	}
+	pfn = page_to_pfn(page);
+	if (!pib_pin(pfn, level, &semi)) {
+		WRITE_ONCE(pib_state[pfn], 0);
+		atomic_long_inc(&pib_stats[PIB_STOCK]);
+		return page;
+	}
+	if (pib_lifetime_ref(level))
+		page_ref_inc(page);
+	atomic_long_inc(&pib_levels[level - 1].tables);
+	WRITE_ONCE(pib_state[pfn], PIB_S_TABLE | semi | level);
+	return page;
+}
+
+/*
+ * While the patch switches task by task, a task still on the stock
+ * allocators could link an unpinned table into a table we pinned, which
+ * the host refuses, killing the guest.  So until every task runs the
+ * hooks (pib_post_patch()), the hooks hand tables out unpinned, as the
+ * stock kernel does, and these stay the kernel's.  From then on a pinned
+ * table only receives tables allocated after it was, pinned too.  Roots
+ * are pinned after the fact: they wait for the __pud_alloc() hooks that
+ * looked before the switch (pib_early_srcu), whose tables they may hold.
+ */
+static bool pib_patched __read_mostly;
+DEFINE_SRCU(pib_early_srcu);
+
+struct page *pib_table_alloc(struct mm_struct *mm, int level, gfp_t gfp)
+{
+	struct page *page;
+	u64 t0;
+
+	if (mm == pib_init_mm)
+		return alloc_page(gfp);
+	if (!READ_ONCE(pib_patched)) {
+		atomic_long_inc(&pib_stats[PIB_EARLY]);
+		return alloc_page(gfp);
+	}
+	t0 = ktime_get_ns();
+	page = __pib_table_alloc(level, gfp);
+	if (page) {
+		atomic64_inc(&pib_lat[level - 1].allocs);
+		atomic64_add(ktime_get_ns() - t0, &pib_lat[level - 1].alloc_ns);
+	}
+	return page;
+}
+
+/* Every task runs the hooks: pin from here on, roots where they can be. */
+void pib_tables_patched(void)
+{
+	WRITE_ONCE(pib_patched, true);
+	synchronize_srcu(&pib_early_srcu);
+	WRITE_ONCE(pib_roots, !pgtable_l5_enabled() &&
+		   !boot_cpu_has(X86_FEATURE_PTI));
+}
+
+/*
+ * The root.  Under 4-level paging the pgd is an L4 table, but pgd_alloc()
+ * and pgd_free() cannot be replaced from a module: they fill and empty
+ * pgd_list under pgd_lock, neither exported.  So a root is pinned just
+ * before the first table is linked into it (the first __pud_alloc() of an
+ * mm: the p4d level is folded into the pgd), and taken back when the
+ * kernel lets go of it: we hold a reference on its page, pgd_free()'s
+ * free_pages() then frees only the block's second page (with page-table
+ * isolation off, unused) and leaves the first to us, and the sweep finds
+ * its count down to ours.  A root whose user half already points at
+ * tables we did not pin (an mm from before the module) stays the kernel's.
+ * With page-table isolation on, a root is two tables (the user half is
+ * the second page): roots are left to the kernel then.
+ */
+bool pib_roots __read_mostly;
+static DEFINE_MUTEX(pib_root_lock);
+
+static bool pib_root_pinnable(pgd_t *pgd)
+{
+	unsigned int i;
+
+	for (i = 0; i < KERNEL_PGD_BOUNDARY; i++) {
+		/* pgd_present() is always true when the p4d is folded */
+		pgdval_t e = READ_ONCE(pgd[i].pgd);
+		unsigned long pfn = (e & PTE_PFN_MASK) >> PAGE_SHIFT;
+
+		if (!(e & _PAGE_PRESENT))
+			continue;
+		if (pfn >= pib_nr_frames ||
+		    (READ_ONCE(pib_state[pfn]) & (PIB_S_TABLE | PIB_S_LEVEL)) !=
+		    (PIB_S_TABLE | 3))
+			return false;
+	}
+	return true;
+}
+
+void pib_root_pin(struct mm_struct *mm)
+{
+	struct page *page = virt_to_page(mm->pgd);
+	unsigned long pfn = page_to_pfn(page);
+	u8 semi = 0;
+
+	if (pfn >= pib_nr_frames || (READ_ONCE(pib_state[pfn]) & PIB_S_TABLE))
+		return;
+	mutex_lock(&pib_root_lock);
+	if ((READ_ONCE(pib_state[pfn]) & PIB_S_TABLE) || !READ_ONCE(pib_roots) ||
+	    !pib_root_pinnable(mm->pgd))
+		goto out;
+	if (!pib_pin(pfn, 4, &semi)) {
+		/* The rules refuse this kernel's roots: stop trying. */
+		WRITE_ONCE(pib_roots, false);
+		pr_warn("a root was refused: roots left to the kernel from now on\n");
+		goto out;
+	}
+	get_page(page);
+	atomic_long_inc(&pib_levels[3].tables);
+	atomic_long_inc(&pib_stats[PIB_ROOTS]);
+	WRITE_ONCE(pib_state[pfn], PIB_S_TABLE | PIB_S_ROOT | semi | 4);
+out:
+	mutex_unlock(&pib_root_lock);
+}
+
+bool pib_pinned(struct page *page)
+{
+	unsigned long pfn = page_to_pfn(page);
+
+	return pfn < pib_nr_frames && (READ_ONCE(pib_state[pfn]) & PIB_S_TABLE);
+}
+
+/*
+ * A table pib_table_alloc() handed out that the kernel never linked,
+ * freed at once through batch @b.
+ */
+void __pib_table_abandon(struct page *page, int level, struct pib_batch *b)
+{
+	if (!pib_pinned(page)) {
+		__free_page(page);
+		return;
+	}
+	if (pib_lifetime_ref(level))
+		page_ref_dec(page);	/* the kernel's: the caller's free */
+	b->pages[0] = page;
+	pib_release_pages(b, 1, false);
+}
+
+void pib_table_abandon(struct page *page, int level)
+{
+	struct pib_batch *b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+
+	__pib_table_abandon(page, level, b);
+	kfree(b);
+}
+
+/*
+ * The kernel frees a table through a hook: it goes to the mmu_gather,
+ * which drops its reference only after the TLB flush and the RCU grace
+ * period.  Queue it; the reaper takes it back once the count is ours.
+ */
+void pib_table_freeing(struct page *page)
+{
+	unsigned long pfn = page_to_pfn(page);
+	bool first;
+	u8 s;
+
+	if (pfn >= pib_nr_frames)
+		return;
+	s = READ_ONCE(pib_state[pfn]);
+	if (!(s & PIB_S_TABLE))
+		return;		/* not ours: a table from before the module */
+	if (!pib_lifetime_ref(s & PIB_S_LEVEL))
+		page_ref_inc(page);
+	WRITE_ONCE(pib_state[pfn], s | PIB_S_PENDING);
+	spin_lock(&pib_pending_lock);
+	first = list_empty(&pib_pending);
+	list_add_tail(&page->lru, &pib_pending);
+	spin_unlock(&pib_pending_lock);
+	atomic_long_inc(&pib_stats[PIB_FREED_BY_HOOK]);
+	if (first)
+		mod_delayed_work(system_wq, &pib_reaper, PIB_REAP_DELAY);
+}
+
+/*
+ * L1 tables the kernel freed inline, and roots pgd_free() let go of:
+ * their count is at our reference and no hook queued them.
+ */
+static void pib_sweep(struct list_head *ready)
+{
+	unsigned long pfn;
+
+	for (pfn = 0; pfn < pib_nr_frames; pfn++) {
+		u8 s = READ_ONCE(pib_state[pfn]);
+		struct page *page;
+
+		if ((s & (PIB_S_TABLE | PIB_S_PENDING)) != PIB_S_TABLE ||
+		    !pib_holds_ref(s))
+			continue;
+		page = pfn_to_page(pfn);
+		if (page_ref_count(page) != 1)
+			continue;
+		/* A hook marks PENDING before the kernel drops its count. */
+		smp_rmb();
+		s = READ_ONCE(pib_state[pfn]);
+		if (s & PIB_S_PENDING)
+			continue;
+		WRITE_ONCE(pib_state[pfn], s | PIB_S_PENDING);
+		list_add_tail(&page->lru, ready);
+		atomic_long_inc(&pib_stats[s & PIB_S_ROOT ? PIB_ROOTS_FREED :
+					   PIB_FREED_INLINE]);
+	}
+}
+
+/* Pending pages whose count is down to ours; the rest stay pending. */
+static void pib_collect(struct list_head *ready)
+{
+	struct page *page, *next;
+	LIST_HEAD(todo);
+
+	spin_lock(&pib_pending_lock);
+	list_splice_init(&pib_pending, &todo);
+	spin_unlock(&pib_pending_lock);
+	list_for_each_entry_safe(page, next, &todo, lru)
+		if (page_ref_count(page) == 1)
+			list_move_tail(&page->lru, ready);
+	if (list_empty(&todo))
+		return;
+	spin_lock(&pib_pending_lock);
+	list_splice(&todo, &pib_pending);
+	spin_unlock(&pib_pending_lock);
+}
+
+static bool pib_pending_empty(void)
+{
+	bool empty;
+
+	spin_lock(&pib_pending_lock);
+	empty = list_empty(&pib_pending);
+	spin_unlock(&pib_pending_lock);
+	return empty;
+}
+
+static void pib_reap(struct work_struct *work)
+{
+	LIST_HEAD(ready);
+	bool idle;
+
+	pib_collect(&ready);
+	if (time_after_eq(jiffies, pib_next_sweep)) {
+		pib_sweep(&ready);
+		pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
+	}
+	pib_release_tables(&ready);
+	idle = pib_pending_empty();
+	if (!READ_ONCE(pib_stopping))
+		schedule_delayed_work(&pib_reaper, idle ? PIB_SWEEP_DELAY :
+				      PIB_REAP_DELAY);
+}
+
+void pib_reaper_start(void)
+{
+	pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
+	schedule_delayed_work(&pib_reaper, PIB_SWEEP_DELAY);
+}
+
+void pib_reaper_stop(void)
+{
+	WRITE_ONCE(pib_stopping, true);
+	cancel_delayed_work_sync(&pib_reaper);
+}
+
+/*
+ * With the reaper stopped (unload): release the pending tables whose
+ * count is down to ours; true once none is left pending.
+ */
+bool pib_release_pending(void)
+{
+	LIST_HEAD(ready);
+
+	pib_collect(&ready);
+	pib_release_tables(&ready);
+	return pib_pending_empty();
+}
