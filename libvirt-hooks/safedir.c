@@ -172,7 +172,7 @@ int sdir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode,
 	return err;
 }
 
-int sdir_listening(int dirfd, const char *base)
+int sdir_check_listening(int dirfd, const char *base)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;

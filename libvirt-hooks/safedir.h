@@ -39,7 +39,7 @@ int sdir_ensure(const char *path, uid_t uid, gid_t gid, mode_t mode,
  * 0, or -errno (-ENOENT: no file, -ENOTSOCK: not a socket,
  * -ECONNREFUSED: nobody listens).
  */
-int sdir_listening(int dirfd, const char *base);
+int sdir_check_listening(int dirfd, const char *base);
 
 /*
  * Remove @base from directory @dirfd if it is of @type (S_IFSOCK, S_IFREG).

@@ -75,7 +75,7 @@ static int read_stdin(char **buf, size_t *len, struct hook_err *e)
 
 /*
  * Check that a mapper listens on @sp: 0 if one does, else -errno from
- * opening its directory safely or from sdir_listening().
+ * opening its directory safely or from sdir_check_listening().
  */
 static int mapper_check_listening(const struct sock_path *sp)
 {
@@ -84,7 +84,7 @@ static int mapper_check_listening(const struct sock_path *sp)
 
 	if (fd < 0)
 		return fd;
-	err = sdir_listening(fd, sp->base);
+	err = sdir_check_listening(fd, sp->base);
 	close(fd);
 	return err;
 }

@@ -829,8 +829,8 @@ static void test_fds(void)
 	T_EQ(sdir_ensure("/nonexistent/a/b", quid, qgid, HOOK_DIR_MODE, &e), -1);
 	fd = sdir_open_parent(sock, &base);
 	T_ASSERT(fd >= 0, "open %s", sock);
-	T_EQ(sdir_listening(fd, base), -ENOENT);
-	T_EQ(sdir_listening(fd, "job3.slot4.keep"), -ENOTSOCK);
+	T_EQ(sdir_check_listening(fd, base), -ENOENT);
+	T_EQ(sdir_check_listening(fd, "job3.slot4.keep"), -ENOTSOCK);
 	T_EQ(sdir_remove(fd, "none", S_IFREG), -ENOENT);
 	close(fd);
 	T_EQ(lease_open(&ld, state, 0, &e), 0);
