@@ -15,8 +15,10 @@
 
 #include <linux/sivshm.h>
 
+#include "fds.h"
 #include "handle.h"
 #include "log.h"
+#include "sock.h"
 
 static const struct sivshm_ops device_ops;
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "fds.h"
 #include "log.h"
 #include "handle.h"
 

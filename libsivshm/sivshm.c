@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "handle.h"
+#include "sock.h"
 
 struct sivshm *sivshm_handle_new(const struct sivshm_ops *ops, uint32_t id,
 				 uint32_t nvectors, uint32_t flags)

@@ -35,6 +35,7 @@
 #include "trace.h"
 
 #include "sivshm-lib/client.h"
+#include "sivshm-lib/fds.h"
 #include "sivshm-lib/sivshm-regs.h"
 #include "sivshm-lib/region.h"
 #include "sivshm-lib/server.h"
