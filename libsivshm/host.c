@@ -333,8 +333,6 @@ static int mapper_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
 	int fd, err;
 
-	if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
-		return -EINVAL;
 	/*
 	 * Ring a private duplicate outside the lock: the server may close the
 	 * peer's fd meanwhile, and the peer's eventfd is not ours to trust.
@@ -356,8 +354,6 @@ static int mapper_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 /* Each reducer rings its own eventfd per vector; they are fixed. */
 static int mapper_in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
-		return -EINVAL;
 	return sh->srv.peer[peer].in_fd[vector];
 }
 
@@ -400,13 +396,12 @@ static int reducer_wait_peers(struct sivshm *sh, uint64_t mask,
 
 static int reducer_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	return peer == SIVSHM_MAPPER ? proto_ring(sh->mapper_fd[vector])
-				     : -EINVAL;
+	return proto_ring(sh->mapper_fd[vector]);
 }
 
 static int reducer_in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	return peer == SIVSHM_MAPPER ? sh->own_fd[vector] : -EINVAL;
+	return sh->own_fd[vector];
 }
 
 static const struct sivshm_ops mapper_ops = {

@@ -216,8 +216,8 @@ static void sivshm_mmio_write(void *opaque, hwaddr addr, uint64_t val,
          * A doorbell to a connected peer never gets here: its ioeventfd
          * took it.  What is left is the guest's mistake.
          */
-        if (peer > s->geo.nreducers || vector >= s->nvectors ||
-            peer == s->id || (!sivshm_is_mapper(s) && peer != 0)) {
+        if (vector >= s->nvectors ||
+            !sivshm_peer_valid(&s->geo, s->id, peer)) {
             qemu_log_mask(LOG_GUEST_ERROR, "sivshm: doorbell to invalid "
                           "peer %u vector %u\n", peer, vector);
         } else {
