@@ -15,6 +15,7 @@
 #include "sysemu/sysemu.h"
 
 #include "sivshm-lib/cred.h"
+#include "sivshm-lib/mapper.h"
 #include "sivshm-internal.h"
 
 /* Mapper: the server's fds change with every event; follow them. */
@@ -136,6 +137,22 @@ static void sivshm_server_log(void *opaque, const char *fmt, va_list ap)
 
 void sivshm_mapper_realize(SivshmState *s, Error **errp)
 {
+    struct proto_cred allow[SIVSHM_MAX_REDUCERS + 1];
+    struct proto_mapper_conf conf = {
+        .size = s->size,
+        .nreducers = s->nreducers,
+        .nvectors = s->nvectors,
+        .page_size = qemu_real_host_page_size(),
+        .name = s->shm_id,
+        .dir = s->dir,
+        .persist = !s->unlink,
+        .socket_path = s->socket_path,
+        .peer_changed = sivshm_peer_changed,
+        .adopt_slot = sivshm_adopt_slot,
+        .log = sivshm_server_log,
+        .opaque = s,
+    };
+    enum proto_mapper_step failed;
     int err;
 
     if (!s->nreducers || !s->size) {
@@ -147,27 +164,36 @@ void sivshm_mapper_realize(SivshmState *s, Error **errp)
         error_setg(errp, "sivshm: mapper-cred is a reducer's to set");
         return;
     }
-    err = sivshm_geometry_init(&s->geo, s->size, s->nreducers,
-                               qemu_real_host_page_size());
-    if (err) {
+    if (!s->unlink && !s->dir) {
+        error_setg(errp, "sivshm: unlink=off needs a backing dir");
+        return;
+    }
+    err = proto_mapper_open(&conf, &s->geo, &s->region, &failed);
+    if (err && failed == PROTO_MAPPER_GEOMETRY) {
         error_setg(errp, "sivshm: %" PRIu64 " bytes cannot be cut into %u "
                    "slices (at most %u reducers and %llu bytes, at least a "
                    "page per slot)", s->size, s->nreducers + 1,
                    SIVSHM_MAX_REDUCERS, SIVSHM_MAX_REGION);
         return;
     }
-    if (!s->unlink && !s->dir) {
-        error_setg(errp, "sivshm: unlink=off needs a backing dir");
-        return;
-    }
-    err = sivshm_region_open(&s->region, &s->geo, s->shm_id, s->dir,
-                             !s->unlink);
     if (err) {
         error_setg_errno(errp, -err, "sivshm: cannot create the slots of %s",
                          s->shm_id);
         return;
     }
     s->region_open = true;
+    if (s->creds) {
+        const char *why;
+
+        for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++) {
+            allow[j].uid = allow[j].gid = PROTO_CRED_ANY;
+        }
+        if (proto_creds_parse(s->creds, s->geo.nreducers, allow, &why)) {
+            error_setg(errp, "sivshm: creds=%s: %s", s->creds, why);
+            return;
+        }
+        conf.allow = allow;
+    }
 
     memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
                        pow2ceil(s->geo.region_size));
@@ -193,26 +219,18 @@ void sivshm_mapper_realize(SivshmState *s, Error **errp)
         s->nslots++;
     }
 
-    err = proto_server_init(&s->srv, &s->geo, s->nvectors, s->region.fd);
-    if (err) {
+    err = proto_mapper_serve(&conf, &s->geo, &s->region, &s->srv, &failed);
+    if (err && failed == PROTO_MAPPER_EVENTFDS) {
         error_setg_errno(errp, -err, "sivshm: cannot create eventfds");
         return;
     }
-    s->server_init = true;
-    if (s->creds) {
-        const char *why;
-
-        if (proto_creds_parse(s->creds, s->geo.nreducers, s->srv.allow,
-                              &why)) {
-            error_setg(errp, "sivshm: creds=%s: %s", s->creds, why);
-            return;
-        }
+    if (err) {
+        error_setg_errno(errp, -err, "sivshm: cannot listen on %s",
+                         s->socket_path);
+        return;
     }
-    s->srv.peer_changed = sivshm_peer_changed;
-    s->srv.log = sivshm_server_log;
-    s->srv.opaque = s;
+    s->server_init = true;
     if (!s->unlink) {
-        s->srv.adopt_slot = sivshm_adopt_slot;
         s->exit_notifier.notify = sivshm_exit_notify;
         qemu_add_exit_notifier(&s->exit_notifier);
         s->save_at_exit = true;
@@ -222,12 +240,6 @@ void sivshm_mapper_realize(SivshmState *s, Error **errp)
             sivshm_init_in(s, j, v, s->srv.peer[j].in_fd[v]);
             sivshm_watch_in(s, j, v, true);
         }
-    }
-    err = proto_server_listen(&s->srv, s->socket_path);
-    if (err) {
-        error_setg_errno(errp, -err, "sivshm: cannot listen on %s",
-                         s->socket_path);
-        return;
     }
     s->hello_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_hello_timeout,
                                   s);
