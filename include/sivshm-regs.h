@@ -29,6 +29,13 @@
 #define SIVSHM_REG_DOORBELL	0x30	/* WO: peer << 16 | vector */
 #define SIVSHM_BAR0_SIZE	0x100
 
+/*
+ * The most doorbell vectors a device has (SIVSHM_REG_NVECTORS).  The same
+ * definition as libsivshm's sivshm.h: the QEMU device includes both, so
+ * the compiler holds them equal.
+ */
+#define SIVSHM_MAX_VECTORS	16
+
 /* SIVSHM_REG_ROLE values */
 #define SIVSHM_REG_ROLE_MAPPER	0
 #define SIVSHM_REG_ROLE_REDUCER	1

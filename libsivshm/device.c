@@ -15,8 +15,10 @@
 
 #include <linux/sivshm.h>
 
+#include "fds.h"
 #include "handle.h"
 #include "log.h"
+#include "sock.h"
 
 static const struct sivshm_ops device_ops;
 
@@ -171,9 +173,6 @@ static int device_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
 	struct sivshm_doorbell db = { .peer = peer, .vector = vector };
 
-	if (sh->id == SIVSHM_MAPPER ? peer == SIVSHM_MAPPER ||
-	    peer > sh->geo.nreducers : peer != SIVSHM_MAPPER)
-		return -EINVAL;
 	if (ioctl(sh->dev_fd, SIVSHM_IOC_NOTIFY, &db) < 0)
 		return -errno;
 	return 0;
@@ -182,9 +181,6 @@ static int device_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 /* The device merges every peer's rings for a vector into one fd. */
 static int device_in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	if (sh->id == SIVSHM_MAPPER ? peer == SIVSHM_MAPPER ||
-	    peer > sh->geo.nreducers : peer != SIVSHM_MAPPER)
-		return -EINVAL;
 	return sh->own_fd[vector];
 }
 

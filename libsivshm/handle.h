@@ -17,7 +17,8 @@ struct sivshm;
 
 /*
  * A backend, chosen at open.  Arguments are checked before these are
- * called: a vector is below nvectors, a slot id at most nreducers.
+ * called: a vector is below nvectors, a slot id at most nreducers, a peer
+ * one this handle may address (sivshm_peer_valid()).
  */
 struct sivshm_ops {
 	void (*close)(struct sivshm *sh);	/* all but the handle itself */

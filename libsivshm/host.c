@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "fds.h"
 #include "log.h"
 #include "handle.h"
+#include "mapper.h"
 
 static const struct sivshm_ops mapper_ops, reducer_ops;
 
@@ -89,6 +91,9 @@ static void log_mlock_failure(uint64_t bytes, int err)
 int sivshm_mapper_open(struct sivshm **out,
 		       const struct sivshm_mapper_opts *opts)
 {
+	struct proto_cred allow[SIVSHM_MAX_REDUCERS + 1];
+	struct proto_mapper_conf conf;
+	enum proto_mapper_step failed;
 	uint32_t page = getpagesize();
 	struct sivshm *sh;
 	struct statfs fs;
@@ -112,9 +117,28 @@ int sivshm_mapper_open(struct sivshm **out,
 			       opts->flags);
 	if (!sh)
 		return -ENOMEM;
-	err = sivshm_geometry_init(&sh->geo, opts->size, opts->nreducers,
-				   page);
-	if (err) {
+	sh->name = strdup(opts->name);
+	sh->dir = opts->dir ? strdup(opts->dir) : NULL;
+	if (!sh->name || (opts->dir && !sh->dir)) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	conf = (struct proto_mapper_conf) {
+		.size = opts->size,
+		.nreducers = opts->nreducers,
+		.nvectors = opts->nvectors,
+		.page_size = page,
+		.name = sh->name,
+		.dir = sh->dir,
+		.persist = !!(opts->flags & SIVSHM_PERSIST),
+		.socket_path = opts->socket_path,
+		.peer_changed = peer_changed,
+		.adopt_slot = adopt_slot,
+		.log = server_log,
+		.opaque = sh,
+	};
+	err = proto_mapper_open(&conf, &sh->geo, &sh->region, &failed);
+	if (err && failed == PROTO_MAPPER_GEOMETRY) {
 		sivshm_log("mapper: %llu bytes for %u reducers is no geometry "
 			   "(at most %u reducers, %llu bytes, a page per slot)",
 			   (unsigned long long)opts->size, opts->nreducers,
@@ -122,14 +146,6 @@ int sivshm_mapper_open(struct sivshm **out,
 			   (unsigned long long)SIVSHM_MAX_REGION);
 		goto err_free;
 	}
-	sh->name = strdup(opts->name);
-	sh->dir = opts->dir ? strdup(opts->dir) : NULL;
-	if (!sh->name || (opts->dir && !sh->dir)) {
-		err = -ENOMEM;
-		goto err_free;
-	}
-	err = sivshm_region_open(&sh->region, &sh->geo, sh->name, sh->dir,
-				 !!(opts->flags & SIVSHM_PERSIST));
 	if (err) {
 		sivshm_log("mapper: cannot create the slots of %s: %s",
 			   sh->name, strerror(-err));
@@ -141,26 +157,20 @@ int sivshm_mapper_open(struct sivshm **out,
 			log_mlock_failure(sh->geo.region_size, err);
 		goto err_region;
 	}
-	err = proto_server_init(&sh->srv, &sh->geo, opts->nvectors,
-				sh->region.fd);
-	if (err)
-		goto err_region;
-	sh->srv.log = server_log;
-	sh->srv.peer_changed = peer_changed;
-	sh->srv.opaque = sh;
-	if (opts->flags & SIVSHM_PERSIST)
-		sh->srv.adopt_slot = adopt_slot;
 	if (opts->flags & SIVSHM_CHECK_CREDS) {
 		for (uint32_t j = 1; j <= sh->geo.nreducers; j++) {
-			sh->srv.allow[j].uid = opts->creds[j].uid;
-			sh->srv.allow[j].gid = opts->creds[j].gid;
+			allow[j].uid = opts->creds[j].uid;
+			allow[j].gid = opts->creds[j].gid;
 		}
+		conf.allow = allow;
 	}
-	err = proto_server_listen(&sh->srv, opts->socket_path);
+	err = proto_mapper_serve(&conf, &sh->geo, &sh->region, &sh->srv,
+				 &failed);
 	if (err) {
-		sivshm_log("mapper: cannot listen on %s: %s", opts->socket_path,
-			   strerror(-err));
-		goto err_server;
+		if (failed == PROTO_MAPPER_LISTEN)
+			sivshm_log("mapper: cannot listen on %s: %s",
+				   opts->socket_path, strerror(-err));
+		goto err_region;
 	}
 	sh->server_stop = eventfd(0, EFD_CLOEXEC);
 	if (sh->server_stop < 0) {
@@ -332,8 +342,6 @@ static int mapper_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
 	int fd, err;
 
-	if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
-		return -EINVAL;
 	/*
 	 * Ring a private duplicate outside the lock: the server may close the
 	 * peer's fd meanwhile, and the peer's eventfd is not ours to trust.
@@ -355,8 +363,6 @@ static int mapper_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 /* Each reducer rings its own eventfd per vector; they are fixed. */
 static int mapper_in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	if (peer == SIVSHM_MAPPER || peer > sh->geo.nreducers)
-		return -EINVAL;
 	return sh->srv.peer[peer].in_fd[vector];
 }
 
@@ -399,13 +405,12 @@ static int reducer_wait_peers(struct sivshm *sh, uint64_t mask,
 
 static int reducer_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	return peer == SIVSHM_MAPPER ? proto_ring(sh->mapper_fd[vector])
-				     : -EINVAL;
+	return proto_ring(sh->mapper_fd[vector]);
 }
 
 static int reducer_in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	return peer == SIVSHM_MAPPER ? sh->own_fd[vector] : -EINVAL;
+	return sh->own_fd[vector];
 }
 
 static const struct sivshm_ops mapper_ops = {

@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "handle.h"
+#include "sock.h"
 
 struct sivshm *sivshm_handle_new(const struct sivshm_ops *ops, uint32_t id,
 				 uint32_t nvectors, uint32_t flags)
@@ -100,7 +101,8 @@ int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 
 int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	if (!sh || vector >= sh->nvectors)
+	if (!sh || vector >= sh->nvectors ||
+	    !sivshm_peer_valid(&sh->geo, sh->id, peer))
 		return -EINVAL;
 	return sh->ops->notify(sh, peer, vector);
 }
@@ -108,7 +110,7 @@ int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
 /* The fd @peer rings for @vector; fixed for the handle's lifetime. */
 static int in_fd(struct sivshm *sh, uint32_t peer, uint32_t vector)
 {
-	if (vector >= sh->nvectors)
+	if (vector >= sh->nvectors || !sivshm_peer_valid(&sh->geo, sh->id, peer))
 		return -EINVAL;
 	return sh->ops->in_fd(sh, peer, vector);
 }

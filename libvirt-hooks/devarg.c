@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "hook.h"
-#include "proto.h"
+#include "cred.h"
 
 #define DEVARG_MAX_ITEMS	64
 

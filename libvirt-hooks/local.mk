@@ -61,10 +61,10 @@ FUZZ_HOOK_SRC = $(srcdir)/libvirt-hooks/tests/fuzz-meta.c \
 	$(srcdir)/libvirt-hooks/meta.c $(srcdir)/libvirt-hooks/devarg.c \
 	$(srcdir)/libvirt-hooks/value.c $(srcdir)/libvirt-hooks/err.c \
 	$(srcdir)/libvirt-hooks/qemuconf.c \
-	$(srcdir)/libsivshm/protocol/proto.c \
+	$(srcdir)/libsivshm/protocol/cred.c \
 	$(srcdir)/libsivshm/protocol/geometry.c
 libvirt-hooks/tests/fuzz-meta: $(FUZZ_HOOK_SRC) $(srcdir)/libvirt-hooks/hook.h \
-		$(srcdir)/libvirt-hooks/qemuconf.h $(srcdir)/libsivshm/protocol/proto.h
+		$(srcdir)/libvirt-hooks/qemuconf.h $(srcdir)/libsivshm/protocol/cred.h
 	$(AM_V_at)$(MKDIR_P) libvirt-hooks/tests
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_CFLAGS) $(LIBXML2_CFLAGS) \
 		-I$(srcdir)/libvirt-hooks -o $@ $(FUZZ_HOOK_SRC) $(LIBXML2_LIBS)

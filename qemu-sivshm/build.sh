@@ -4,10 +4,13 @@
 # qemu-sivshm/patches/*.patch applied in order, configured as a minimal
 # x86_64-softmmu with only the devices of overlay/.../sivshm.mak.
 #
-# The device compiles libsivshm/protocol/ (the handshake protocol, the
-# geometry, the region), the whole folder and nothing else of the library,
-# copied into hw/misc/sivshm-lib/: one implementation, shared with the
-# library, and a change to that folder is a change to the device.
+# overlay/ is the one home of our QEMU code: both devices (sivshm,
+# pagetype) and their specs.  The sivshm device compiles libsivshm/protocol/
+# (the handshake protocol, the geometry, the region), copied whole into
+# hw/misc/sivshm-lib/, with the list of its sources in its meson.build:
+# one implementation, shared with the library, and a change to that folder
+# is a change to the device.  The headers both devices share with the
+# kernel modules and the guest go beside them (sivshm-lib/, pagetype-lib/).
 #
 # The result is cached outside the clone, under
 #   $SIVSHM_CACHE/qemu/<hash>/bin
@@ -38,11 +41,12 @@ version=$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' |
 [ -n "$version" ] ||
 	die "no source package for qemu: run scripts/setup.sh (adds the deb-src line)"
 
-# The device compiles libsivshm's protocol folder, all of it, and the two
-# headers it needs from outside it.
+# The sivshm device compiles libsivshm's protocol folder, all of its
+# sources (an in-tree build leaves objects beside them) and the list of
+# them, with the two headers it needs from outside it.  Globbed where used.
 lib=$here/../libsivshm/protocol
-shared="$(cd "$lib" && ls -- *.c *.h) ../include/sivshm.h
-	../../include/sivshm-regs.h"
+lib_shared="$lib/*.c $lib/*.h $lib/meson.build
+	$here/../libsivshm/include/sivshm.h $here/../include/sivshm-regs.h"
 
 # Hash of this script, the QEMU version and the files in or under $@.
 key() {
@@ -56,28 +60,21 @@ key() {
 	} | sha256sum | cut -c1-16
 }
 
-# The pagetype device: its source and the headers it shares with the host
-# module and the guest.
-pagetype=$here/../kvm-pagetype/qemu
+# The headers the pagetype device shares with the host module and the
+# guest.
 pagetype_shared="$here/../include/uapi/linux/kvm_pagetype.h
 	$here/../include/pagetype-regs.h"
 
-hash=$(key "$here/overlay" "$here/patches" "$pagetype" $pagetype_shared \
-	$(for f in $shared; do echo "$lib/$f"; done))
+hash=$(key "$here/overlay" "$here/patches" $lib_shared $pagetype_shared)
 out=$cache/qemu/$hash
 
-# Copy the overlay and the shared libsivshm sources over the tree at $1.
+# Copy the overlay, the protocol folder and the shared headers over the
+# tree at $1.
 overlay() {
 	cp -R "$here/overlay/." "$1/"
-	mkdir -p "$1/hw/misc/sivshm-lib"
-	for f in $shared; do
-		cp "$lib/$f" "$1/hw/misc/sivshm-lib/"
-	done
-	cp "$pagetype/pagetype.c" "$1/hw/misc/"
-	mkdir -p "$1/hw/misc/pagetype-lib"
-	for f in $pagetype_shared; do
-		cp "$f" "$1/hw/misc/pagetype-lib/"
-	done
+	mkdir -p "$1/hw/misc/sivshm-lib" "$1/hw/misc/pagetype-lib"
+	cp $lib_shared "$1/hw/misc/sivshm-lib/"
+	cp $pagetype_shared "$1/hw/misc/pagetype-lib/"
 }
 
 # One build at a time: a second make (another build tree, a second

@@ -56,8 +56,6 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 #define PCI_IRQ_INTX			PCI_IRQ_LEGACY
 #endif
 
-#define SIVSHM_MAX_VECTORS	16
-
 struct sivshm_vec {
 	struct sivshm_dev *sd;
 	u32 vector;
@@ -211,8 +209,11 @@ static int sivshm_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-/* Take the device for a call that may touch it; -ENODEV once removed. */
-static int sivshm_get_live(struct sivshm_dev *sd)
+/*
+ * Read-lock the device for a call that may touch it, or -ENODEV (and no
+ * lock) once it is removed.  The caller up_read()s the rwsem.
+ */
+static int sivshm_lock_live(struct sivshm_dev *sd)
 {
 	down_read(&sd->rwsem);
 	if (sd->dead) {
@@ -294,7 +295,7 @@ static int sivshm_mmap(struct file *file, struct vm_area_struct *vma)
 	if (vma->vm_pgoff > (sd->mappable >> PAGE_SHIFT) ||
 	    off > sd->mappable || len > sd->mappable - off)
 		return -EINVAL;
-	ret = sivshm_get_live(sd);
+	ret = sivshm_lock_live(sd);
 	if (ret)
 		return ret;
 	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
@@ -406,7 +407,7 @@ static long sivshm_ioctl(struct file *file, unsigned int cmd,
 	struct sivshm_dev *sd = sf->sd;
 	long ret;
 
-	ret = sivshm_get_live(sd);
+	ret = sivshm_lock_live(sd);
 	if (ret)
 		return ret;
 	ret = sivshm_do_ioctl(sd, cmd, (void __user *)uarg);

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "cred.h"
+#include "fds.h"
+#include "sock.h"
 
 int proto_client_connect(const char *path, int timeout_ms)
 {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cred.h"
 #include "proto.h"
 
 /*

@@ -26,3 +26,11 @@ int sivshm_geometry_init(struct sivshm_geometry *geo, uint64_t total,
 	geo->page_size = page_size;
 	return 0;
 }
+
+int sivshm_peer_valid(const struct sivshm_geometry *geo, uint32_t self,
+		      uint32_t peer)
+{
+	if (self == SIVSHM_MAPPER)
+		return peer != SIVSHM_MAPPER && peer <= geo->nreducers;
+	return peer == SIVSHM_MAPPER;
+}

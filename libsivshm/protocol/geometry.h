@@ -28,6 +28,13 @@ struct sivshm_geometry {
 int sivshm_geometry_init(struct sivshm_geometry *geo, uint64_t total,
 			 uint32_t nreducers, uint32_t page_size);
 
+/*
+ * Whether @self may address @peer (ring it, hear it): a mapper (id 0)
+ * addresses reducers 1..nreducers, a reducer the mapper only.
+ */
+int sivshm_peer_valid(const struct sivshm_geometry *geo, uint32_t self,
+		      uint32_t peer);
+
 /* Offset of slot @id in the mapper's contiguous mapping; id <= nreducers. */
 static inline uint64_t sivshm_slot_offset(const struct sivshm_geometry *geo,
 					  uint32_t id)

@@ -2,8 +2,10 @@
 /*
  * The SIVSHM handshake protocol (docs/protocol.md): fixed-layout,
  * little-endian messages over a unix SOCK_SEQPACKET socket, with eventfds
- * and slot fds passed in SCM_RIGHTS.  Plain C with no dependency QEMU lacks:
- * the QEMU device and libsivshm compile this same file.
+ * and slot fds passed in SCM_RIGHTS.  This is its wire codec; sock.h sends
+ * and receives, cred.h and fds.h check who and what came.  Plain C with no
+ * dependency QEMU lacks: the QEMU device and libsivshm compile this same
+ * file.
  *
  * Every decoder check lives here; a message that passes proto_decode() is
  * well-formed, and only its meaning (is this id free?) is left to the caller.
@@ -11,7 +13,6 @@
 #ifndef SIVSHM_PROTO_H
 #define SIVSHM_PROTO_H
 
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,75 +99,5 @@ unsigned int proto_nfds(const struct proto_msg *msg);
 
 /* Errno a reducer reports for a refusal code. */
 int proto_refusal_errno(uint32_t code);
-
-/*
- * Send @msg with @fds (proto_nfds(msg) of them).  Returns 0 or -errno.
- * Never blocks when @sock is non-blocking: -EAGAIN means a stuck peer.
- */
-int proto_send(int sock, const struct proto_msg *msg, const int *fds);
-
-/*
- * Receive one message into @buf (PROTO_BUF_SIZE bytes) and up to
- * PROTO_MAX_FDS fds (close-on-exec).  Returns the message length, 0 at the
- * end of the stream or for an empty message (which cannot be told apart),
- * or -errno: -EMSGSIZE for a message that did not fit, -ETOOMANYREFS for
- * more fds than PROTO_MAX_FDS, -EBADMSG for ancillary data that is not
- * SCM_RIGHTS.  Unless it returns a positive length, no fd is left open.
- */
-int proto_recv(int sock, uint8_t *buf, int *fds, unsigned int *nfds);
-
-/*
- * Peer credentials, from SO_PEERCRED: who may take a reducer id (the
- * mapper's check) or be the mapper (a reducer's).  PROTO_CRED_ANY in a
- * field allows any value.
- */
-#define PROTO_CRED_ANY		UINT32_MAX
-struct proto_cred {
-	uint32_t uid;
-	uint32_t gid;
-};
-
-/* The credentials of the process at the other end of @sock. */
-int proto_cred_get(int sock, struct proto_cred *got);
-
-/* Whether @got is allowed by @want. */
-int proto_cred_allows(const struct proto_cred *want,
-		      const struct proto_cred *got);
-
-/*
- * Parse "UID:GID" (each a decimal number below PROTO_CRED_ANY, or "*")
- * into @cred.  Returns 0 or -EINVAL.
- */
-int proto_cred_parse(const char *text, struct proto_cred *cred);
-
-/*
- * Parse "ID:UID:GID[;ID:UID:GID]..." into @allow[1..@nreducers] (ids
- * not named keep what they had).  Each ID is 1..@nreducers and named at
- * most once.  Returns 0, or -EINVAL with *@why set.
- */
-int proto_creds_parse(const char *text, uint32_t nreducers,
-		      struct proto_cred *allow, const char **why);
-
-/*
- * The seals of every slot fd a mapper hands out, and of every slot it takes
- * back: no shrinking, no growing, no further seal (no write seal either).
- */
-#define PROTO_SLOT_SEALS	(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-
-/*
- * Whether @fd may stand for a slot whose fd today is @like: a file of @size
- * bytes sealed with exactly PROTO_SLOT_SEALS and, unless @like is -1, on a
- * file system of the same type and block size (so huge pages stay huge
- * pages).  0 or -errno, with *@why said.
- */
-int proto_slot_check(int fd, int like, uint64_t size, const char **why);
-
-/* Whether @fd is an eventfd. */
-int proto_fd_is_eventfd(int fd);
-
-void proto_close_fds(int *fds, unsigned int nfds);
-
-/* CLOCK_MONOTONIC in milliseconds: the handshake's deadlines. */
-int64_t proto_now_ms(void);
 
 #endif

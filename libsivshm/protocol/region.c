@@ -10,7 +10,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "fds.h"
 #include "region.h"
 
 #ifndef MFD_HUGE_SHIFT

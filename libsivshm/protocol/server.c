@@ -17,7 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cred.h"
+#include "fds.h"
 #include "server.h"
+#include "sock.h"
 
 static void server_log(struct proto_server *srv, const char *fmt, ...)
 {
@@ -472,16 +475,6 @@ next:
 	/* Last, so a new connection cannot reuse an fd handled above. */
 	if (accept_ready)
 		server_accept(srv);
-}
-
-int proto_server_notify(struct proto_server *srv, uint32_t id,
-			uint32_t vector)
-{
-	if (id == 0 || id > srv->geo.nreducers || vector >= srv->nvectors)
-		return -EINVAL;
-	if (srv->peer[id].conn < 0 || srv->peer[id].out_fd[vector] < 0)
-		return -ENOTCONN;
-	return proto_ring(srv->peer[id].out_fd[vector]);
 }
 
 int proto_ring(int fd)

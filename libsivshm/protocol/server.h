@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "cred.h"
 #include "geometry.h"
 #include "proto.h"
 
@@ -96,10 +97,6 @@ int proto_server_timeout(const struct proto_server *srv);
 /* Act on the revents of @pfd (as filled by proto_server_pollfds). */
 void proto_server_dispatch(struct proto_server *srv, const struct pollfd *pfd,
 			   unsigned int n);
-
-/* Ring @vector of reducer @id.  -ENOTCONN if it is away. */
-int proto_server_notify(struct proto_server *srv, uint32_t id,
-			uint32_t vector);
 
 /* Add one to a peer's eventfd without blocking on a full counter. */
 int proto_ring(int fd);

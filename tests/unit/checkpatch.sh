@@ -28,8 +28,7 @@ if [ ! -e "$dir/.complete" ]; then
 fi
 
 files=$(cd "$top" && find tests/vm/modules guest-modules kvm-pagetype \
-	-path kvm-pagetype/qemu -prune -o \( -name '*.c' -o -name '*.h' \) \
-	-print 2>/dev/null | grep -v '\.mod\.c$' | sort)
+	\( -name '*.c' -o -name '*.h' \) -print 2>/dev/null | grep -v '\.mod\.c$' | sort)
 [ -n "$files" ] || { echo "no module sources found"; exit 1; }
 
 # Out-of-tree modules build for more than one kernel (Debian 12's 6.1 and
@@ -51,7 +50,7 @@ if [ ! -e "$qemu_checkpatch" ]; then
 	echo "no QEMU checkpatch.pl beside our QEMU (make qemu)"
 	exit 1
 fi
-for f in $(cd "$top" && find qemu-sivshm/overlay kvm-pagetype/qemu -name '*.c' | sort); do
+for f in $(cd "$top" && find qemu-sivshm/overlay \( -name '*.c' -o -name '*.h' \) | sort); do
 	if ! out=$(cd "$top" && perl "$qemu_checkpatch" --no-tree -f "$f" 2>&1); then
 		echo "$out"
 		status=1

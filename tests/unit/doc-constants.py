@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 HEADERS = ["libsivshm/protocol/geometry.h", "libsivshm/protocol/proto.h",
+           "libsivshm/protocol/cred.h", "libsivshm/protocol/fds.h",
            "libsivshm/protocol/server.h", "libsivshm/protocol/client.h",
            "libsivshm/include/sivshm.h",
            "include/sivshm-regs.h", "include/pagetype-regs.h",

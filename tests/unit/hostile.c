@@ -9,6 +9,8 @@
 
 #include "check.h"
 #include "client.h"
+#include "fds.h"
+#include "sock.h"
 #include "hostile.h"
 
 int raw_connect_to(const char *path)

@@ -20,6 +20,8 @@
 
 #include "check.h"
 #include "client.h"
+#include "fds.h"
+#include "sock.h"
 #include "hostile.h"
 #include "sivshm.h"
 

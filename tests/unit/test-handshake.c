@@ -18,6 +18,7 @@
 #include "check.h"
 #include "hostile.h"
 #include "client.h"
+#include "fds.h"
 #include "proto.h"
 #include "server.h"
 #include "sivshm.h"

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "client.h"
+#include "fds.h"
 #include "hostile.h"
 
 #define SLICE	(64 * 1024)

@@ -22,6 +22,7 @@
 
 #include "check.h"
 #include "client.h"
+#include "fds.h"
 #include "hostile.h"
 #include "sivshm.h"
 

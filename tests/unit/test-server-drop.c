@@ -14,6 +14,7 @@
 #include "check.h"
 #include "hostile.h"
 #include "client.h"
+#include "fds.h"
 #include "geometry.h"
 #include "server.h"
 

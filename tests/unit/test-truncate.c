@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "client.h"
+#include "fds.h"
 #include "sivshm.h"
 
 /* A mapper with @dir (NULL: none), persistent or not, hands out only

@@ -7,120 +7,32 @@
  * QEMU connects.  The handshake, the geometry and the slot memory are
  * libsivshm's own code, compiled in from sivshm-lib/.
  *
- * The register map is in docs/specs/sivshm.rst.
+ * This file is the PCI device: its registers, its interrupts (irqfd under
+ * KVM) and the doorbell eventfds; the roles are sivshm-mapper.c and
+ * sivshm-reducer.c.  The register map is in docs/specs/sivshm.rst.
  *
  * This work is licensed under the terms of the GNU GPL, version 2 or later.
  * See the COPYING file in the top-level directory.
  */
 
+
 #include "qemu/osdep.h"
-#include <sys/eventfd.h>
 #include "qemu/units.h"
 #include "qemu/host-utils.h"
 #include "qemu/log.h"
 #include "qemu/error-report.h"
-#include "qemu/event_notifier.h"
 #include "qemu/main-loop.h"
-#include "qemu/timer.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
-#include "hw/pci/pci.h"
 #include "hw/pci/msi.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
-#include "qom/object.h"
 #include "sysemu/kvm.h"
-#include "sysemu/sysemu.h"
 #include "migration/blocker.h"
 #include "trace.h"
 
-#include "sivshm-lib/client.h"
 #include "sivshm-lib/sivshm-regs.h"
-#include "sivshm-lib/region.h"
-#include "sivshm-lib/server.h"
-
-#define TYPE_SIVSHM "sivshm"
-OBJECT_DECLARE_SIMPLE_TYPE(SivshmState, SIVSHM)
-
-/* An eventfd a peer rings for us, and where it lands. */
-typedef struct SivshmIn {
-    EventNotifier n;
-    SivshmState *s;
-    uint32_t vector;
-} SivshmIn;
-
-/* A doorbell vector delivered by KVM straight from the eventfds (irqfd). */
-typedef struct SivshmVector {
-    int virq;           /* its MSI route, -1 before the first use */
-    bool irqfd;         /* the eventfds are attached to virq */
-} SivshmVector;
-
-struct SivshmState {
-    PCIDevice parent_obj;
-
-    MemoryRegion mmio;
-    MemoryRegion bar1;
-    MemoryRegion slot_mr[SIVSHM_MAX_REDUCERS + 1];
-    uint32_t nslots;            /* slot_mr[0..nslots) are in bar1 */
-
-    /* properties */
-    char *shm_id;
-    char *socket_path;
-    char *dir;
-    uint32_t id;
-    uint64_t size;
-    uint32_t nreducers;
-    uint32_t nvectors;
-    bool unlink;
-    bool msix;
-    uint32_t timeout_ms;
-    char *creds;                /* mapper: who may take which id */
-    char *mapper_cred;          /* reducer: who may be the mapper */
-
-    struct sivshm_geometry geo;
-    uint32_t intr_mask;
-    uint32_t intr_status;
-    uint64_t peers;
-
-    /* The eventfds the peers ring for us: [peer][vector]. */
-    SivshmIn in[SIVSHM_MAX_REDUCERS + 1][SIVSHM_MAX_VECTORS];
-    /* The eventfds we ring, bound to the doorbell: [peer][vector]. */
-    EventNotifier out[SIVSHM_MAX_REDUCERS + 1][SIVSHM_MAX_VECTORS];
-    bool out_bound[SIVSHM_MAX_REDUCERS + 1];
-    /* Under KVM, with MSI-X enabled: the doorbell vectors' routes. */
-    SivshmVector vec[SIVSHM_MAX_VECTORS];
-    bool irqfd_notifiers;
-    Error *migration_blocker;
-
-    /* mapper; realize sets each flag once that part is done */
-    struct sivshm_region region;
-    bool region_open;
-    struct proto_server srv;
-    bool server_init;
-    /* unlink=off: slots reducers handed back, and the save at exit */
-    MemoryRegion adopt_mr[SIVSHM_MAX_REDUCERS + 1];
-    uint64_t adopted;           /* bit j: adopt_mr[j] took slot_mr[j]'s place */
-    Notifier exit_notifier;
-    bool save_at_exit;
-    int watched[PROTO_MAX_POLLFDS];
-    unsigned int nwatched;
-    QEMUTimer *hello_timer;
-
-    /* reducer */
-    struct proto_cred mapper_want;
-    bool check_mapper;
-    int sock;
-    dev_t slot_dev;             /* the slot file we map, to know it again */
-    ino_t slot_ino;
-    QEMUTimer *rejoin_timer;
-    int rejoin_ms;              /* the next retry's delay */
-    bool rejoin_warned;
-};
-
-static bool sivshm_is_mapper(SivshmState *s)
-{
-    return s->id == 0;
-}
+#include "sivshm-internal.h"
 
 /* The peers whose eventfds ring us: the reducers, or the mapper. */
 static uint32_t sivshm_first_in(SivshmState *s)
@@ -215,8 +127,8 @@ static void sivshm_mmio_write(void *opaque, hwaddr addr, uint64_t val,
          * A doorbell to a connected peer never gets here: its ioeventfd
          * took it.  What is left is the guest's mistake.
          */
-        if (peer > s->geo.nreducers || vector >= s->nvectors ||
-            peer == s->id || (!sivshm_is_mapper(s) && peer != 0)) {
+        if (vector >= s->nvectors ||
+            !sivshm_peer_valid(&s->geo, s->id, peer)) {
             qemu_log_mask(LOG_GUEST_ERROR, "sivshm: doorbell to invalid "
                           "peer %u vector %u\n", peer, vector);
         } else {
@@ -253,8 +165,7 @@ static void sivshm_in_event(void *opaque)
     }
 }
 
-static void sivshm_init_in(SivshmState *s, uint32_t peer, uint32_t vector,
-                           int fd)
+void sivshm_init_in(SivshmState *s, uint32_t peer, uint32_t vector, int fd)
 {
     SivshmIn *in = &s->in[peer][vector];
 
@@ -263,8 +174,7 @@ static void sivshm_init_in(SivshmState *s, uint32_t peer, uint32_t vector,
     event_notifier_init_fd(&in->n, fd);
 }
 
-static void sivshm_watch_in(SivshmState *s, uint32_t peer, uint32_t vector,
-                            bool on)
+void sivshm_watch_in(SivshmState *s, uint32_t peer, uint32_t vector, bool on)
 {
     SivshmIn *in = &s->in[peer][vector];
 
@@ -414,7 +324,7 @@ static void sivshm_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
 }
 
 /* Bind the doorbell values for @peer to the eventfds we ring. */
-static void sivshm_bind_out(SivshmState *s, uint32_t peer, const int *fds)
+void sivshm_bind_out(SivshmState *s, uint32_t peer, const int *fds)
 {
     memory_region_transaction_begin();
     for (uint32_t v = 0; v < s->nvectors; v++) {
@@ -426,7 +336,7 @@ static void sivshm_bind_out(SivshmState *s, uint32_t peer, const int *fds)
     s->out_bound[peer] = true;
 }
 
-static void sivshm_unbind_out(SivshmState *s, uint32_t peer)
+void sivshm_unbind_out(SivshmState *s, uint32_t peer)
 {
     if (!s->out_bound[peer]) {
         return;
@@ -440,510 +350,13 @@ static void sivshm_unbind_out(SivshmState *s, uint32_t peer)
     s->out_bound[peer] = false;
 }
 
-static void sivshm_peer_event(SivshmState *s)
+void sivshm_peer_event(SivshmState *s)
 {
     sivshm_raise(s, SIVSHM_INTR_PEER_CHANGE, s->nvectors);
 }
 
-/* Mapper: the server's fds change with every event; follow them. */
-static void sivshm_server_rewatch(SivshmState *s);
-
-static void sivshm_server_event(void *opaque)
-{
-    SivshmState *s = opaque;
-    struct pollfd pfd[PROTO_MAX_POLLFDS];
-    unsigned int n;
-    int timeout;
-
-    n = proto_server_pollfds(&s->srv, pfd);
-    if (poll(pfd, n, 0) < 0) {
-        return;
-    }
-    proto_server_dispatch(&s->srv, pfd, n);
-    sivshm_server_rewatch(s);
-    timeout = proto_server_timeout(&s->srv);
-    if (timeout >= 0) {
-        timer_mod(s->hello_timer,
-                  qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout + 1);
-    }
-}
-
-static void sivshm_server_rewatch(SivshmState *s)
-{
-    struct pollfd pfd[PROTO_MAX_POLLFDS];
-    unsigned int n, i;
-
-    for (i = 0; i < s->nwatched; i++) {
-        qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
-    }
-    n = proto_server_pollfds(&s->srv, pfd);
-    for (i = 0; i < n; i++) {
-        s->watched[i] = pfd[i].fd;
-        qemu_set_fd_handler(pfd[i].fd, sivshm_server_event, NULL, s);
-    }
-    s->nwatched = n;
-}
-
-/*
- * unlink=off: a reducer that lived through our restart hands back its slot,
- * newer than the file we started from.  Its memory takes our slot's place
- * in BAR1, at the same guest addresses; ours loses its pages.
- */
-static int sivshm_adopt_slot(void *opaque, uint32_t j, int fd)
-{
-    SivshmState *s = opaque;
-    Error *local_err = NULL;
-    int ramfd = dup(fd), err;
-
-    if (ramfd < 0) {
-        return -errno;
-    }
-    memory_region_init_ram_from_fd(&s->adopt_mr[j], OBJECT(s), "sivshm.slot",
-                                   s->geo.slice_size, RAM_SHARED, ramfd, 0,
-                                   &local_err);
-    if (local_err) {
-        close(ramfd);
-        error_report_err(local_err);
-        return -EIO;
-    }
-    memory_region_transaction_begin();
-    memory_region_del_subregion(&s->bar1, &s->slot_mr[j]);
-    memory_region_add_subregion(&s->bar1, sivshm_slot_offset(&s->geo, j),
-                                &s->adopt_mr[j]);
-    memory_region_transaction_commit();
-    s->adopted |= 1ull << j;
-    err = sivshm_region_adopt(&s->region, j, fd);
-    assert(!err);               /* j is in range, and nothing is mapped */
-    return 0;
-}
-
-/* unlink=off: keep every reducer's slot in its file for the next mapper. */
-static void sivshm_save(SivshmState *s)
-{
-    int err = sivshm_region_save(&s->region, s->shm_id, s->dir);
-
-    if (err) {
-        error_report("sivshm: cannot save the slots of %s in %s: %s",
-                     s->shm_id, s->dir, strerror(-err));
-    }
-}
-
-static void sivshm_exit_notify(Notifier *n, void *data)
-{
-    SivshmState *s = container_of(n, SivshmState, exit_notifier);
-
-    sivshm_save(s);
-}
-
-static void sivshm_hello_timeout(void *opaque)
-{
-    sivshm_server_event(opaque);
-}
-
-static void sivshm_peer_changed(void *opaque, uint32_t id, int connected)
-{
-    SivshmState *s = opaque;
-
-    if (connected) {
-        sivshm_bind_out(s, id, s->srv.peer[id].out_fd);
-        s->peers |= 1ull << id;
-    } else {
-        /* The server closes the fds itself, after this returns. */
-        sivshm_unbind_out(s, id);
-        s->peers &= ~(1ull << id);
-    }
-    sivshm_peer_event(s);
-}
-
-static void sivshm_server_log(void *opaque, const char *fmt, va_list ap)
-{
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-
-    warn_report("sivshm: %s", msg);
-}
-
-static void sivshm_mapper_realize(SivshmState *s, Error **errp)
-{
-    int err;
-
-    if (!s->nreducers || !s->size) {
-        error_setg(errp, "sivshm: the mapper (vm-id=0) needs size and "
-                   "reducers");
-        return;
-    }
-    if (s->mapper_cred) {
-        error_setg(errp, "sivshm: mapper-cred is a reducer's to set");
-        return;
-    }
-    err = sivshm_geometry_init(&s->geo, s->size, s->nreducers,
-                               qemu_real_host_page_size());
-    if (err) {
-        error_setg(errp, "sivshm: %" PRIu64 " bytes cannot be cut into %u "
-                   "slices (at most %u reducers and %llu bytes, at least a "
-                   "page per slot)", s->size, s->nreducers + 1,
-                   SIVSHM_MAX_REDUCERS, SIVSHM_MAX_REGION);
-        return;
-    }
-    if (!s->unlink && !s->dir) {
-        error_setg(errp, "sivshm: unlink=off needs a backing dir");
-        return;
-    }
-    err = sivshm_region_open(&s->region, &s->geo, s->shm_id, s->dir,
-                             !s->unlink);
-    if (err) {
-        error_setg_errno(errp, -err, "sivshm: cannot create the slots of %s",
-                         s->shm_id);
-        return;
-    }
-    s->region_open = true;
-
-    memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
-                       pow2ceil(s->geo.region_size));
-    for (uint32_t j = 0; j <= s->geo.nreducers; j++) {
-        Error *local_err = NULL;
-        int fd = dup(s->region.fd[j]);    /* the RAM block owns its fd */
-
-        if (fd < 0) {
-            error_setg_errno(errp, errno, "sivshm: dup");
-            return;
-        }
-        memory_region_init_ram_from_fd(&s->slot_mr[j], OBJECT(s),
-                                       "sivshm.slot", s->geo.slice_size,
-                                       RAM_SHARED, fd, 0, &local_err);
-        if (local_err) {
-            close(fd);
-            error_propagate(errp, local_err);
-            return;
-        }
-        memory_region_add_subregion(&s->bar1,
-                                    sivshm_slot_offset(&s->geo, j),
-                                    &s->slot_mr[j]);
-        s->nslots++;
-    }
-
-    err = proto_server_init(&s->srv, &s->geo, s->nvectors, s->region.fd);
-    if (err) {
-        error_setg_errno(errp, -err, "sivshm: cannot create eventfds");
-        return;
-    }
-    s->server_init = true;
-    if (s->creds) {
-        const char *why;
-
-        if (proto_creds_parse(s->creds, s->geo.nreducers, s->srv.allow,
-                              &why)) {
-            error_setg(errp, "sivshm: creds=%s: %s", s->creds, why);
-            return;
-        }
-    }
-    s->srv.peer_changed = sivshm_peer_changed;
-    s->srv.log = sivshm_server_log;
-    s->srv.opaque = s;
-    if (!s->unlink) {
-        s->srv.adopt_slot = sivshm_adopt_slot;
-        s->exit_notifier.notify = sivshm_exit_notify;
-        qemu_add_exit_notifier(&s->exit_notifier);
-        s->save_at_exit = true;
-    }
-    for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
-        for (uint32_t v = 0; v < s->nvectors; v++) {
-            sivshm_init_in(s, j, v, s->srv.peer[j].in_fd[v]);
-            sivshm_watch_in(s, j, v, true);
-        }
-    }
-    err = proto_server_listen(&s->srv, s->socket_path);
-    if (err) {
-        error_setg_errno(errp, -err, "sivshm: cannot listen on %s",
-                         s->socket_path);
-        return;
-    }
-    s->hello_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_hello_timeout,
-                                  s);
-    /* Reducers come later: nobody is waited for here. */
-    sivshm_server_rewatch(s);
-}
-
-/* Reducer: forget the mapper's eventfds. */
-static void sivshm_reducer_unbind(SivshmState *s)
-{
-    if (!s->out_bound[0]) {
-        return;
-    }
-    sivshm_unbind_out(s, 0);
-    for (uint32_t v = 0; v < s->nvectors; v++) {
-        event_notifier_cleanup(&s->out[0][v]);
-    }
-}
-
-static void sivshm_reducer_close(SivshmState *s)
-{
-    if (s->sock >= 0) {
-        qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
-        close(s->sock);
-        s->sock = -1;
-    }
-}
-
-static void sivshm_rejoin_later(SivshmState *s)
-{
-    timer_mod(s->rejoin_timer,
-              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + s->rejoin_ms);
-    s->rejoin_ms = MIN(s->rejoin_ms * 2, PROTO_REJOIN_MAX_MS);
-}
-
-static void sivshm_reducer_gone(void *opaque)
-{
-    SivshmState *s = opaque;
-
-    /* The mapper never speaks after WELCOME: readable means it left. */
-    sivshm_reducer_close(s);
-    warn_report("sivshm: the mapper at %s went away; reducer %u will "
-                "rejoin it when it is back", s->socket_path, s->id);
-    sivshm_reducer_unbind(s);
-    s->peers = 0;
-    sivshm_peer_event(s);
-    s->rejoin_ms = PROTO_REJOIN_MIN_MS;
-    s->rejoin_warned = false;
-    sivshm_rejoin_later(s);
-}
-
-/* Put the slot @fd (ours on success) behind BAR1, and remember the file. */
-static bool sivshm_reducer_map_slot(SivshmState *s, int fd, Error **errp)
-{
-    Error *local_err = NULL;
-    struct stat st;
-
-    if (fstat(fd, &st) < 0) {
-        error_setg_errno(errp, errno, "sivshm: fstat of the slot");
-        return false;
-    }
-    memory_region_init_ram_from_fd(&s->slot_mr[0], OBJECT(s), "sivshm.slot",
-                                   s->geo.slice_size, RAM_SHARED, fd, 0,
-                                   &local_err);
-    if (local_err) {
-        error_propagate(errp, local_err);
-        return false;
-    }
-    s->slot_dev = st.st_dev;
-    s->slot_ino = st.st_ino;
-    memory_region_add_subregion(&s->bar1, 0, &s->slot_mr[0]);
-    s->nslots = 1;
-    return true;
-}
-
-/*
- * The mapper answered our HELLO.  The first answer of a reducer that
- * started on its own brings the slot, which must have the geometry that
- * sized BAR1.  After that only the same slot may come back: the guest's
- * BAR1 maps it, and a mapper that returns with other memory (unlink=on,
- * another size) is not this VM's to rejoin.
- */
-static void sivshm_rejoin_answer(void *opaque)
-{
-    SivshmState *s = opaque;
-    char reason[PROTO_REASON_LEN];
-    int fds[PROTO_MAX_FDS];
-    struct proto_msg welcome;
-    Error *local_err = NULL;
-    bool first = !s->nslots;
-    struct stat st;
-    int err;
-
-    qemu_set_fd_handler(s->sock, NULL, NULL, NULL);
-    err = proto_client_recv_welcome(s->sock, s->id, s->nvectors, &welcome,
-                                    fds, reason, sizeof(reason));
-    if (err) {
-        sivshm_reducer_close(s);
-        if (err != -EAGAIN && err != -ECONNRESET && !s->rejoin_warned) {
-            warn_report("sivshm: the mapper at %s refused reducer %u: %s",
-                        s->socket_path, s->id, *reason ? reason
-                                                       : strerror(-err));
-            s->rejoin_warned = true;
-        }
-        sivshm_rejoin_later(s);
-        return;
-    }
-    timer_del(s->rejoin_timer);
-    if (welcome.welcome.slice_size != s->geo.slice_size ||
-        welcome.welcome.region_size != s->geo.region_size ||
-        welcome.welcome.nreducers != s->geo.nreducers ||
-        (!first && (fstat(fds[0], &st) < 0 || st.st_dev != s->slot_dev ||
-                    st.st_ino != s->slot_ino))) {
-        if (first) {
-            warn_report("sivshm: the mapper at %s has %u reducers of %"
-                        PRIu64 " bytes, not the %u of %" PRIu64 " that "
-                        "reducer %u was given: it stays apart",
-                        s->socket_path, welcome.welcome.nreducers,
-                        (uint64_t)welcome.welcome.slice_size,
-                        s->geo.nreducers, s->geo.slice_size, s->id);
-        } else {
-            warn_report("sivshm: the mapper at %s came back with another "
-                        "region; reducer %u keeps its old slice, apart: "
-                        "restart this VM to join the new one",
-                        s->socket_path, s->id);
-        }
-        proto_close_fds(fds, 1 + s->nvectors);
-        sivshm_reducer_close(s);
-        return;
-    }
-    if (first) {
-        if (!sivshm_reducer_map_slot(s, fds[0], &local_err)) {
-            warn_report_err(local_err);
-            proto_close_fds(fds, 1 + s->nvectors);
-            sivshm_reducer_close(s);
-            return;
-        }
-    } else {
-        close(fds[0]);          /* BAR1 maps this file already */
-    }
-    sivshm_bind_out(s, 0, fds + 1);
-    s->peers = 1;
-    qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
-    info_report("sivshm: reducer %u %s the mapper at %s", s->id,
-                first ? "joined" : "rejoined", s->socket_path);
-    sivshm_peer_event(s);
-}
-
-/* Reducer, no mapper: connect and say HELLO, without blocking. */
-static void sivshm_rejoin_try(void *opaque)
-{
-    SivshmState *s = opaque;
-    int own[SIVSHM_MAX_VECTORS], slot;
-    char reason[PROTO_REASON_LEN];
-
-    sivshm_reducer_close(s);    /* a HELLO that went unanswered */
-    s->sock = proto_client_connect(s->socket_path, 0);
-    if (s->sock < 0) {
-        s->sock = -1;
-        sivshm_rejoin_later(s);
-        return;
-    }
-    if (proto_client_check_mapper(s->sock, s->check_mapper ? &s->mapper_want
-                                                           : NULL,
-                                  reason, sizeof(reason))) {
-        if (!s->rejoin_warned) {
-            warn_report("sivshm: reducer %u will not join the mapper at %s: "
-                        "%s", s->id, s->socket_path, reason);
-            s->rejoin_warned = true;
-        }
-        sivshm_reducer_close(s);
-        sivshm_rejoin_later(s);
-        return;
-    }
-    /* The same eventfds as before: our irqfds stay as they are. */
-    for (uint32_t v = 0; v < s->nvectors; v++) {
-        own[v] = event_notifier_get_fd(&s->in[0][v].n);
-    }
-    /* And the slot we map: a restarted unlink=off mapper takes it back. */
-    slot = s->nslots ? memory_region_get_fd(&s->slot_mr[0]) : -1;
-    if (proto_client_send_hello(s->sock, s->id, s->nvectors, own, slot)) {
-        sivshm_reducer_close(s);
-        sivshm_rejoin_later(s);
-        return;
-    }
-    qemu_set_fd_handler(s->sock, sivshm_rejoin_answer, NULL, s);
-    timer_mod(s->rejoin_timer,
-              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + PROTO_REJOIN_ANSWER_MS);
-}
-
-/*
- * A reducer given the job's size and reducer count knows its slice before
- * any mapper answers: realize sizes BAR1 and returns, and the device joins
- * in the background, as it rejoins.  Without them, realize waits for the
- * mapper's WELCOME (at most timeout ms) to learn the slice.
- */
-static void sivshm_reducer_realize(SivshmState *s, Error **errp)
-{
-    int own[SIVSHM_MAX_VECTORS], fds[PROTO_MAX_FDS];
-    char reason[PROTO_REASON_LEN] = "";
-    struct proto_msg welcome;
-    bool background = s->size || s->nreducers;
-
-    if (s->id > SIVSHM_MAX_REDUCERS) {
-        error_setg(errp, "sivshm: id %u is above %u", s->id,
-                   SIVSHM_MAX_REDUCERS);
-        return;
-    }
-    if (s->creds) {
-        error_setg(errp, "sivshm: creds are the mapper's (vm-id=0) to set");
-        return;
-    }
-    if (s->mapper_cred) {
-        if (proto_cred_parse(s->mapper_cred, &s->mapper_want)) {
-            error_setg(errp, "sivshm: mapper-cred=%s is not UID:GID (each "
-                       "a number or *)", s->mapper_cred);
-            return;
-        }
-        s->check_mapper = true;
-    }
-    if (background) {
-        if (sivshm_geometry_init(&s->geo, s->size, s->nreducers,
-                                 qemu_real_host_page_size())) {
-            error_setg(errp, "sivshm: %" PRIu64 " bytes cannot be cut into "
-                       "%u slices", s->size, s->nreducers + 1);
-            return;
-        }
-        if (s->id > s->geo.nreducers) {
-            error_setg(errp, "sivshm: id %u is above the %u reducers",
-                       s->id, s->geo.nreducers);
-            return;
-        }
-    }
-    for (uint32_t v = 0; v < s->nvectors; v++) {
-        own[v] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (own[v] < 0) {
-            error_setg_errno(errp, errno, "sivshm: eventfd");
-            return;
-        }
-        sivshm_init_in(s, 0, v, own[v]);    /* teardown closes it */
-    }
-    s->rejoin_timer = timer_new_ms(QEMU_CLOCK_REALTIME, sivshm_rejoin_try, s);
-
-    if (background) {
-        /* BAR1 holds our slice at 0, once the mapper has sent it. */
-        memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
-                           pow2ceil(s->geo.slice_size));
-        for (uint32_t v = 0; v < s->nvectors; v++) {
-            sivshm_watch_in(s, 0, v, true);
-        }
-        s->rejoin_ms = PROTO_REJOIN_MIN_MS;
-        timer_mod(s->rejoin_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
-        return;
-    }
-
-    s->sock = proto_client_join(s->socket_path, s->id, s->nvectors, own,
-                                s->check_mapper ? &s->mapper_want : NULL,
-                                s->timeout_ms, &welcome, fds, reason,
-                                sizeof(reason));
-    if (s->sock < 0) {
-        error_setg_errno(errp, -s->sock, "sivshm: reducer %u could not join "
-                         "the mapper at %s within %u ms%s%s", s->id,
-                         s->socket_path, s->timeout_ms,
-                         *reason ? ": " : "", reason);
-        s->sock = -1;
-        return;
-    }
-    s->geo.slice_size = welcome.welcome.slice_size;
-    s->geo.region_size = welcome.welcome.region_size;
-    s->geo.nreducers = welcome.welcome.nreducers;
-
-    /* BAR1 holds our slice at 0 and nothing behind the rest. */
-    memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
-                       pow2ceil(s->geo.slice_size));
-    if (!sivshm_reducer_map_slot(s, fds[0], errp)) {
-        proto_close_fds(fds, 1 + s->nvectors);
-        return;
-    }
-    sivshm_bind_out(s, 0, fds + 1);
-    for (uint32_t v = 0; v < s->nvectors; v++) {
-        sivshm_watch_in(s, 0, v, true);
-    }
-    s->peers = 1;
-    qemu_set_fd_handler(s->sock, sivshm_reducer_gone, NULL, s);
-}
-
 /* A slot in bar1 holds a reference on us: take them out, or we never go. */
-static void sivshm_del_slots(SivshmState *s)
+void sivshm_del_slots(SivshmState *s)
 {
     memory_region_transaction_begin();
     while (s->nslots) {
@@ -970,54 +383,9 @@ static void sivshm_teardown(SivshmState *s)
         msix_uninit_exclusive_bar(pdev);
     }
     if (sivshm_is_mapper(s)) {
-        for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
-            sivshm_unbind_out(s, j);
-        }
-        for (unsigned int i = 0; i < s->nwatched; i++) {
-            qemu_set_fd_handler(s->watched[i], NULL, NULL, NULL);
-        }
-        s->nwatched = 0;
-        if (s->hello_timer) {
-            timer_free(s->hello_timer);
-            s->hello_timer = NULL;
-        }
-        if (s->server_init) {
-            for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
-                for (uint32_t v = 0; v < s->nvectors; v++) {
-                    sivshm_watch_in(s, j, v, false);
-                }
-            }
-            proto_server_fini(&s->srv);     /* closes their fds */
-            s->server_init = false;
-        }
-        sivshm_del_slots(s);
-        if (s->save_at_exit) {
-            qemu_remove_exit_notifier(&s->exit_notifier);
-            s->save_at_exit = false;
-            sivshm_save(s);
-        }
-        if (s->region_open) {
-            sivshm_region_close(&s->region, s->shm_id, s->dir, 0);
-            s->region_open = false;
-        }
+        sivshm_mapper_teardown(s);
     } else {
-        sivshm_del_slots(s);
-        if (s->rejoin_timer) {
-            timer_free(s->rejoin_timer);
-            s->rejoin_timer = NULL;
-        }
-        sivshm_reducer_close(s);
-        sivshm_reducer_unbind(s);
-        for (uint32_t v = 0; v < s->nvectors; v++) {
-            SivshmIn *in = &s->in[0][v];
-
-            if (in->s) {
-                qemu_set_fd_handler(event_notifier_get_fd(&in->n), NULL,
-                                    NULL, NULL);
-                event_notifier_cleanup(&in->n);
-                in->s = NULL;
-            }
-        }
+        sivshm_reducer_teardown(s);
     }
     if (s->migration_blocker) {
         migrate_del_blocker(s->migration_blocker);
