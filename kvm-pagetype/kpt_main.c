@@ -253,6 +253,7 @@ static void kpt_detach(struct kpt_vm *vm)
 	kpt_vm_stats(vm, &s);
 	/* Its events stay in the totals; what it holds now goes with it. */
 	memset(s.pinned, 0, sizeof(s.pinned));
+	memset(s.tables, 0, sizeof(s.tables));
 	s.semi = 0;
 	s.vms = 0;
 	s.dma_pinned = 0;
@@ -380,12 +381,16 @@ static long kpt_set_doorbell(struct kpt_vm *vm, void __user *argp)
 	return -EFAULT;
 }
 
-/* GET_STATS as ABI 1 first had it: the counters before dma_maps. */
+/*
+ * GET_STATS as ABI 1 had it: first the counters before dma_maps, then
+ * those before tables.  The number encodes the size.
+ */
+#define KPT_GET_STATS_SIZED(size)					\
+	_IOC(_IOC_READ | _IOC_WRITE, KVM_PAGETYPE_IOC_MAGIC, 0x03, size)
 #define KPT_GET_STATS_V1_SIZE						\
 	offsetof(struct kvm_pagetype_get_stats, stats.dma_maps)
-#define KPT_GET_STATS_V1						\
-	_IOC(_IOC_READ | _IOC_WRITE, KVM_PAGETYPE_IOC_MAGIC, 0x03,	\
-	     KPT_GET_STATS_V1_SIZE)
+#define KPT_GET_STATS_V1_DMA_SIZE					\
+	offsetof(struct kvm_pagetype_get_stats, stats.tables)
 
 static long kpt_get_stats(struct kpt_vm *vm, void __user *argp, size_t size)
 {
@@ -439,9 +444,12 @@ static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case KVM_PAGETYPE_GET_STATS:
 		return kpt_get_stats(kpt_file_vm(kf), argp,
 				     sizeof(struct kvm_pagetype_get_stats));
-	case KPT_GET_STATS_V1:
+	case KPT_GET_STATS_SIZED(KPT_GET_STATS_V1_SIZE):
 		return kpt_get_stats(kpt_file_vm(kf), argp,
 				     KPT_GET_STATS_V1_SIZE);
+	case KPT_GET_STATS_SIZED(KPT_GET_STATS_V1_DMA_SIZE):
+		return kpt_get_stats(kpt_file_vm(kf), argp,
+				     KPT_GET_STATS_V1_DMA_SIZE);
 	case KVM_PAGETYPE_RUN_BATCH:
 		vm_ioctl = kpt_run_batch;
 		break;

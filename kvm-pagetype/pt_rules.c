@@ -3,13 +3,18 @@
  * The page-type rule engine (see pt_rules.h and docs/pagetype.md).
  *
  * Every guest frame has a type word.  A frame starts writable with type
- * count 0.  Pinning makes it a level-n table: only at type count 0, and
- * only once each of its present entries is valid, each taking a reference
- * on what it points at.  Unpinning (only once nothing else references the
- * table) and removing an entry drop those references.  Xen lets a
- * referenced table be unpinned and devalidates it when its last reference
- * goes, which can cascade through a whole tree; refusing that unpin
- * instead keeps every op and every trapped write to one table's work.
+ * count 0.  It becomes a level-n table by reference, as in Xen's
+ * get_page_type(): when a pin, or an entry of a validated table, needs it
+ * as level n while it is writable with count 0, its 512 entries are
+ * validated, each taking a reference on what it points at, and it takes
+ * that reference.  Pinning is one more reference (MMUEXT_PIN); removing
+ * an entry or unpinning drops one, and the last one devalidates the table:
+ * its entries' references go (which can cascade down the tree), tracking
+ * stops, and the frame is writable again.
+ *
+ * Validation recurses at most three levels down, and one op or trapped
+ * write validates at most KVM_PAGETYPE_VALIDATE_MAX tables (validate_left);
+ * a devalidation undoes what validations did before it, no more.
  */
 #include "pt_rules.h"
 
@@ -32,14 +37,12 @@ static u32 word_make(u32 type, u32 flags, u32 count)
 	return (type << KVM_PAGETYPE_TYPE_SHIFT) | flags | count;
 }
 
-/* Take a type reference on a frame of the given type. */
-static u16 type_get(struct pt_engine *e, u64 gfn, u32 type)
+/* A writable reference: the frame is mapped writable by a table. */
+static u16 writable_get(struct pt_engine *e, u64 gfn)
 {
 	u32 w = e->word[gfn];
 
-	if (pt_type(w) != type)
-		return KVM_PAGETYPE_R_TYPE;
-	if (type != KVM_PAGETYPE_WRITABLE && !(w & KVM_PAGETYPE_F_VALIDATED))
+	if (pt_type(w) != KVM_PAGETYPE_WRITABLE)
 		return KVM_PAGETYPE_R_TYPE;
 	if (pt_count(w) == KVM_PAGETYPE_COUNT_MASK)
 		return KVM_PAGETYPE_R_OVERFLOW;
@@ -47,12 +50,15 @@ static u16 type_get(struct pt_engine *e, u64 gfn, u32 type)
 	return KVM_PAGETYPE_R_OK;
 }
 
-static void type_put(struct pt_engine *e, u64 gfn)
+static void writable_put(struct pt_engine *e, u64 gfn)
 {
-	/* Only references type_get took come back here: never below 0. */
+	/* Only references writable_get took come back here: never below 0. */
 	if (pt_count(e->word[gfn]))
 		e->word[gfn]--;
 }
+
+static u16 table_get(struct pt_engine *e, u64 gfn, int level, bool pin);
+static void table_put(struct pt_engine *e, u64 gfn);
 
 /* A superpage leaf: the shift of its span in frames, or 0 if misaligned. */
 static unsigned int superpage_shift(int level, u64 entry)
@@ -86,7 +92,7 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 			return KVM_PAGETYPE_R_RANGE;
 		if (!(entry & PT_RW))
 			return KVM_PAGETYPE_R_OK;
-		return type_get(e, gfn, KVM_PAGETYPE_WRITABLE);
+		return writable_get(e, gfn);
 	}
 
 	if (entry_is_leaf(level, entry)) {
@@ -114,8 +120,8 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 	if (level == 4 && index >= PT_ENTRIES / 2 &&
 	    (e->flags & KVM_PAGETYPE_ATTACH_KERNEL_HALF) &&
 	    pt_type(e->word[gfn]) == KVM_PAGETYPE_WRITABLE)
-		return type_get(e, gfn, KVM_PAGETYPE_WRITABLE);
-	return type_get(e, gfn, level - 1);
+		return writable_get(e, gfn);
+	return table_get(e, gfn, level - 1, false);
 }
 
 /* Drop what entry_get took for an entry it accepted. */
@@ -128,7 +134,7 @@ static void entry_put(struct pt_engine *e, int level, u64 entry)
 		return;
 	if (level == 1) {
 		if (entry & PT_RW)
-			type_put(e, gfn);
+			writable_put(e, gfn);
 		return;
 	}
 	if (entry_is_leaf(level, entry)) {
@@ -141,7 +147,11 @@ static void entry_put(struct pt_engine *e, int level, u64 entry)
 			e->writable_1g[gfn >> shift]--;
 		return;
 	}
-	type_put(e, gfn);
+	/* A kernel-half entry holds a writable reference, others a table's. */
+	if (pt_type(e->word[gfn]) == KVM_PAGETYPE_WRITABLE)
+		writable_put(e, gfn);
+	else
+		table_put(e, gfn);
 }
 
 /*
@@ -196,7 +206,12 @@ static void region_tables_add(struct pt_engine *e, u64 gfn, int delta)
 	e->tables_1g[gfn >> SHIFT_1G] += delta;
 }
 
-static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
+/*
+ * Make the writable frame gfn, count 0, a validated level-n table with
+ * count 0: Xen's alloc_lN_table().  Fails taking nothing, leaving nothing
+ * tracked.  The caller takes the first reference.
+ */
+static u16 table_validate(struct pt_engine *e, int level, u64 gfn)
 {
 	u32 w = e->word[gfn];
 	u32 semi = w & KVM_PAGETYPE_SEMI;
@@ -204,18 +219,16 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 	u64 *buf;
 	u16 r;
 
-	if (pt_type(w) == (u32)level && (w & KVM_PAGETYPE_F_PINNED))
-		return KVM_PAGETYPE_R_EXIST;
-	if (pt_type(w) != KVM_PAGETYPE_WRITABLE)
-		return KVM_PAGETYPE_R_TYPE;
-	if (pt_count(w))
-		return KVM_PAGETYPE_R_BUSY;
 	if (e->writable_2m[gfn >> SHIFT_2M] || e->writable_1g[gfn >> SHIFT_1G])
 		return KVM_PAGETYPE_R_BUSY;
-	if (gfn == e->doorbell)
+	/* Tracked already, or written by the host unseen: never a table. */
+	if (gfn == e->doorbell || gfn == e->home)
 		return KVM_PAGETYPE_R_BUSY;
-	if (e->mode == KVM_PAGETYPE_MODE_FINE && !semi)
-		return KVM_PAGETYPE_R_MODE;
+	if (!e->validate_left)
+		return KVM_PAGETYPE_R_LIMIT;
+	e->validate_left--;
+	/* Up to KVM_PAGETYPE_VALIDATE_MAX tables in one go: let others run. */
+	pt_cond_resched();
 
 	buf = pt_page_alloc();
 	if (!buf)
@@ -231,7 +244,7 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 	}
 	/*
 	 * Track first, then read: a write that lands after the read is
-	 * validated by the notifier against what this pin validated.
+	 * validated by the notifier against what was validated here.
 	 */
 	if (e->env->track(e->env->priv, gfn, true)) {
 		r = KVM_PAGETYPE_R_IO;
@@ -242,7 +255,10 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 		goto err_untrack;
 	}
 
-	/* Typed before validation, so the table cannot reference itself. */
+	/*
+	 * Typed, not validated, while its entries are checked: an entry
+	 * that leads back to it (a cycle, itself mapped writable) is refused.
+	 */
 	e->word[gfn] = word_make(level, semi, 0);
 	region_tables_add(e, gfn, 1);
 	for (i = 0; i < PT_ENTRIES; i++) {
@@ -251,10 +267,9 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 		if (r)
 			goto err_unwind;
 	}
-	e->word[gfn] = word_make(level, semi | KVM_PAGETYPE_F_PINNED |
-				 KVM_PAGETYPE_F_VALIDATED, 1);
+	e->word[gfn] = word_make(level, semi | KVM_PAGETYPE_F_VALIDATED, 0);
 	e->shadow[gfn] = buf;
-	e->stats.pinned[level - 1]++;
+	e->stats.tables[level - 1]++;
 	return KVM_PAGETYPE_R_OK;
 
 err_unwind:
@@ -272,17 +287,14 @@ err_free:
 	return r;
 }
 
-static u16 op_unpin(struct pt_engine *e, u64 gfn)
+/* The last reference went: Xen's free_lN_table(), then writable again. */
+static void table_devalidate(struct pt_engine *e, u64 gfn)
 {
 	u32 w = e->word[gfn];
 	int level = pt_type(w);
 	u64 *buf = e->shadow[gfn];
 	unsigned int i;
 
-	if (level == KVM_PAGETYPE_WRITABLE || !(w & KVM_PAGETYPE_F_PINNED))
-		return KVM_PAGETYPE_R_NOENT;
-	if (pt_count(w) != 1)
-		return KVM_PAGETYPE_R_BUSY;
 	for (i = 0; i < PT_ENTRIES; i++)
 		entry_put(e, level, buf[i]);
 	e->env->track(e->env->priv, gfn, false);
@@ -291,9 +303,87 @@ static u16 op_unpin(struct pt_engine *e, u64 gfn)
 	region_tables_add(e, gfn, -1);
 	e->word[gfn] = word_make(KVM_PAGETYPE_WRITABLE,
 				 w & KVM_PAGETYPE_SEMI, 0);
-	e->stats.pinned[level - 1]--;
+	e->stats.tables[level - 1]--;
+	e->stats.devalidations++;
 	if (word_dma_ok(e->word[gfn]))
 		dma_set(e, gfn, PT_DMA_GRANT);
+	/* A cascade frees what many earlier ops validated. */
+	pt_cond_resched();
+}
+
+/*
+ * Take a type reference on gfn as a level-n table, validating it first if
+ * it is writable and unreferenced: Xen's get_page_type().  pin: for a pin,
+ * else for an entry.
+ */
+static u16 table_get(struct pt_engine *e, u64 gfn, int level, bool pin)
+{
+	u32 w = e->word[gfn];
+	u16 r;
+
+	if (pt_type(w) == KVM_PAGETYPE_WRITABLE) {
+		/* Mapped writable somewhere: in use as data. */
+		if (pt_count(w))
+			return KVM_PAGETYPE_R_BUSY;
+		r = table_validate(e, level, gfn);
+		if (r)
+			return r;
+		if (!pin)
+			e->stats.ref_validations++;
+		e->word[gfn]++;
+		return KVM_PAGETYPE_R_OK;
+	}
+	if (pt_type(w) != (u32)level || !(w & KVM_PAGETYPE_F_VALIDATED))
+		return KVM_PAGETYPE_R_TYPE;
+	if (pt_count(w) == KVM_PAGETYPE_COUNT_MASK)
+		return KVM_PAGETYPE_R_OVERFLOW;
+	e->word[gfn] = w + 1;
+	return KVM_PAGETYPE_R_OK;
+}
+
+static void table_put(struct pt_engine *e, u64 gfn)
+{
+	u32 w = e->word[gfn];
+
+	if (!pt_count(w))
+		return;		/* only references table_get took come here */
+	e->word[gfn] = --w;
+	if (!pt_count(w))
+		table_devalidate(e, gfn);
+}
+
+static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
+{
+	u32 w = e->word[gfn];
+	u16 r;
+
+	if (w & KVM_PAGETYPE_F_PINNED)
+		return pt_type(w) == (u32)level ? KVM_PAGETYPE_R_EXIST :
+						  KVM_PAGETYPE_R_TYPE;
+	/* Fine-grained mode: a pin never costs an IOTLB flush. */
+	if (e->mode == KVM_PAGETYPE_MODE_FINE &&
+	    pt_type(w) == KVM_PAGETYPE_WRITABLE && !pt_count(w) &&
+	    !(w & KVM_PAGETYPE_SEMI))
+		return KVM_PAGETYPE_R_MODE;
+	r = table_get(e, gfn, level, true);
+	if (r)
+		return r;
+	e->word[gfn] |= KVM_PAGETYPE_F_PINNED;
+	e->stats.pinned[level - 1]++;
+	return KVM_PAGETYPE_R_OK;
+}
+
+/* Drop the pin's reference; out is the type word after. */
+static u16 op_unpin(struct pt_engine *e, u64 gfn, u32 *out)
+{
+	u32 w = e->word[gfn];
+
+	if (!(w & KVM_PAGETYPE_F_PINNED))
+		return KVM_PAGETYPE_R_NOENT;
+	e->word[gfn] = w & ~KVM_PAGETYPE_F_PINNED;
+	e->stats.pinned[pt_type(w) - 1]--;
+	table_put(e, gfn);
+	*out = e->word[gfn];
 	return KVM_PAGETYPE_R_OK;
 }
 
@@ -352,7 +442,7 @@ static u16 op_run(struct pt_engine *e, struct kvm_pagetype_op *op)
 	case KVM_PAGETYPE_OP_PIN_L4:
 		return op_pin(e, code - KVM_PAGETYPE_OP_PIN_L1 + 1, gfn);
 	case KVM_PAGETYPE_OP_UNPIN:
-		return op_unpin(e, gfn);
+		return op_unpin(e, gfn, &op->out);
 	case KVM_PAGETYPE_OP_TO_SEMI:
 		return op_to_semi(e, gfn);
 	case KVM_PAGETYPE_OP_TO_WRITABLE:
@@ -370,18 +460,26 @@ static u16 op_run(struct pt_engine *e, struct kvm_pagetype_op *op)
 	return KVM_PAGETYPE_R_INVAL;
 }
 
+/*
+ * The work an op may start with (a pin validates one table at least), and
+ * what it did: a unit, or 512 per table it validated.
+ */
 static u32 op_cost(const struct kvm_pagetype_op *op)
 {
 	return op->code >= KVM_PAGETYPE_OP_PIN_L1 &&
 	       op->code <= KVM_PAGETYPE_OP_PIN_L4 ? PT_ENTRIES : 1;
 }
 
-static u16 engine_op_locked(struct pt_engine *e, struct kvm_pagetype_op *op)
+static u32 engine_op_locked(struct pt_engine *e, struct kvm_pagetype_op *op)
 {
+	u32 tables;
+
+	e->validate_left = KVM_PAGETYPE_VALIDATE_MAX;
 	op->result = op_run(e, op);
 	if (op->result)
 		e->stats.op_errors++;
-	return op->result;
+	tables = KVM_PAGETYPE_VALIDATE_MAX - e->validate_left;
+	return tables ? tables * PT_ENTRIES : 1;
 }
 
 void pt_engine_lock(struct pt_engine *e)
@@ -400,23 +498,14 @@ u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
 	u32 work = 0, done, i;
 
 	e->stats.batches++;
+	/* The batch's own frame: results land there, it is never a table. */
+	e->home = home;
 	for (done = 0; done < count; done++) {
-		struct kvm_pagetype_op *op = &ops[done];
-
-		if (work + op_cost(op) > KVM_PAGETYPE_WORK_BUDGET)
+		if (work + op_cost(&ops[done]) > KVM_PAGETYPE_WORK_BUDGET)
 			break;
-		work += op_cost(op);
-		if (op_cost(op) > 1 && op->arg == home &&
-		    home < e->nr_frames) {
-			/* The batch's own frame: results land there. */
-			e->stats.ops[op->code]++;
-			op->out = 0;
-			op->result = KVM_PAGETYPE_R_BUSY;
-			e->stats.op_errors++;
-			continue;
-		}
-		engine_op_locked(e, op);
+		work += engine_op_locked(e, &ops[done]);
 	}
+	e->home = PT_NO_HOME;
 	/* No op of the batch is complete before its revokes are synced. */
 	dma_sync(e);
 	if (done < count)
@@ -459,6 +548,7 @@ u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len)
 		goto out;	/* not a table (any more): not ours */
 	level = pt_type(e->word[gfn]);
 	e->stats.writes++;
+	e->validate_left = KVM_PAGETYPE_VALIDATE_MAX;
 	first = off / 8;
 	last = (off + len - 1) / 8;
 	for (i = first; i <= last; i++) {
@@ -528,6 +618,7 @@ int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
 	e->flags = flags;
 	e->mode = KVM_PAGETYPE_MODE_COARSE;
 	e->doorbell = PT_NO_HOME;
+	e->home = PT_NO_HOME;
 	e->word = pt_calloc(nr_frames, sizeof(*e->word));
 	e->shadow = pt_calloc(nr_frames, sizeof(*e->shadow));
 	e->tables_2m = pt_calloc(n2m, sizeof(u32));
@@ -617,6 +708,7 @@ void pt_engine_reset(struct pt_engine *e)
 	memset(e->tables_1g, 0, n1g * sizeof(u32));
 	memset(e->writable_1g, 0, n1g * sizeof(u32));
 	memset(e->stats.pinned, 0, sizeof(e->stats.pinned));
+	memset(e->stats.tables, 0, sizeof(e->stats.tables));
 	e->stats.semi = 0;
 	e->mode = KVM_PAGETYPE_MODE_COARSE;
 	pt_mutex_unlock(&e->lock);

@@ -84,6 +84,16 @@ void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg)
 	op->arg = arg;
 }
 
+/*
+ * Whether an UNPIN that succeeded left the frame writable.  The host drops
+ * only the pin's reference: a table that another table's entry still
+ * points at stays a table, and its frame must never be reused.
+ */
+bool pib_unpin_freed(const struct kvm_pagetype_op *op)
+{
+	return !op->result && !(op->out & KVM_PAGETYPE_TYPE_MASK);
+}
+
 static void pib_count_op(const struct kvm_pagetype_op *op)
 {
 	if (op->result) {

@@ -69,6 +69,7 @@ enum pib_stat {
 	PIB_ROOTS,
 	PIB_ROOTS_FREED,
 	PIB_EARLY,
+	PIB_HELD,
 	PIB_NR_STATS
 };
 
@@ -132,6 +133,7 @@ extern unsigned long pib_nr_frames;
 extern struct mm_struct *pib_init_mm;
 extern atomic_long_t pib_stats[PIB_NR_STATS];
 void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg);
+bool pib_unpin_freed(const struct kvm_pagetype_op *op);
 void pib_run_locked(struct kvm_pagetype_op *ops, u32 count);
 void pib_run(struct kvm_pagetype_op *ops, u32 count);
 void __pib_run(struct kvm_pagetype_op *ops, u32 count);

@@ -79,15 +79,20 @@ void pib_forget_stale(struct page *page)
 		atomic_long_dec(&pib_levels[(s & PIB_S_LEVEL) - 1].tables);
 	atomic_long_inc(&pib_stats[PIB_STALE]);
 	WRITE_ONCE(pib_state[pfn], 0);
+	/* The allocator has it: we can only say so (docs/pibooster.md). */
+	if (!ops[0].result && !pib_unpin_freed(&ops[0]))
+		pr_warn_ratelimited("frame %#lx freed while still a table\n",
+				    pfn);
 }
 
 /*
  * Unpin the batch's n table frames, then cache them or give them to the
  * page allocator: one batch for the unpins, one for the conversions of
  * the frames the cache does not keep.  A frame the backend refuses to
- * unpin stays ours for good, never reused.  With borrowed, the pages are
- * not ours to cache or put (tables the kernel may be freeing right now):
- * only the frames are converted.
+ * unpin, or that stays a table after it (another table's entry still
+ * points at it: stats/held), stays ours for good, never reused.  With
+ * borrowed, the pages are not ours to cache or put (tables the kernel may
+ * be freeing right now): only the frames are converted.
  */
 void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 {
@@ -110,6 +115,11 @@ void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 		atomic_long_dec(&pib_levels[level - 1].tables);
 		WRITE_ONCE(pib_state[page_to_pfn(page)],
 			   s & ~(PIB_S_TABLE | PIB_S_PENDING | PIB_S_ROOT));
+		if (!pib_unpin_freed(&b->ops[i])) {
+			/* Still linked below another table: ours for good. */
+			atomic_long_inc(&pib_stats[PIB_HELD]);
+			continue;
+		}
 		if (!(s & PIB_S_SEMI)) {
 			if (!borrowed)
 				pib_free_frame(page);
