@@ -42,6 +42,7 @@ static void kpt_stats_show(struct seq_file *m,
 		seq_printf(m, "tables_l%d %llu\n", i + 1, s->tables[i]);
 	seq_printf(m, "ref_validations %llu\ndevalidations %llu\n",
 		   s->ref_validations, s->devalidations);
+	seq_printf(m, "frames %llu\ngrown %llu\n", s->frames, s->grown);
 }
 
 static int kpt_vm_debugfs_show(struct seq_file *m, void *unused)

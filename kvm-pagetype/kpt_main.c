@@ -139,9 +139,9 @@ long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa, u32 count)
 	if (READ_ONCE(vm->killed))
 		return -EIO;
 	len = (size_t)count * sizeof(*ops);
+	/* Outside guest RAM, kpt_read fails. */
 	if (!count || count > KVM_PAGETYPE_MAX_BATCH ||
-	    gpa % sizeof(*ops) || offset_in_page(gpa) + len > PAGE_SIZE ||
-	    (gpa >> PAGE_SHIFT) >= vm->engine.nr_frames)
+	    gpa % sizeof(*ops) || offset_in_page(gpa) + len > PAGE_SIZE)
 		goto malformed;
 
 	ops = kmalloc(len, GFP_KERNEL_ACCOUNT);
@@ -242,6 +242,14 @@ static u64 kpt_guest_frames(struct kvm *kvm)
 	return end;
 }
 
+/* The engine grows to memslots added after the attach, within the bound. */
+static u64 kpt_frames(void *priv)
+{
+	struct kpt_vm *vm = priv;
+
+	return min_t(u64, kpt_guest_frames(vm->kvm), KPT_MAX_FRAMES);
+}
+
 static void kpt_detach(struct kpt_vm *vm)
 {
 	struct kvm_pagetype_stats s;
@@ -254,6 +262,7 @@ static void kpt_detach(struct kpt_vm *vm)
 	/* Its events stay in the totals; what it holds now goes with it. */
 	memset(s.pinned, 0, sizeof(s.pinned));
 	memset(s.tables, 0, sizeof(s.tables));
+	s.frames = 0;
 	s.semi = 0;
 	s.vms = 0;
 	s.dma_pinned = 0;
@@ -318,6 +327,7 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	vm->env.track = kpt_track;
 	vm->env.dma = kpt_dma_hook;
 	vm->env.dma_sync = kpt_dma_sync;
+	vm->env.frames = kpt_frames;
 	vm->env.priv = vm;
 	ret = pt_engine_init(&vm->engine, a.nr_frames, a.flags, &vm->env);
 	if (ret)

@@ -59,6 +59,7 @@ static void writable_put(struct pt_engine *e, u64 gfn)
 
 static u16 table_get(struct pt_engine *e, u64 gfn, int level, bool pin);
 static void table_put(struct pt_engine *e, u64 gfn);
+static bool engine_covers(struct pt_engine *e, u64 gfn);
 
 /* A superpage leaf: the shift of its span in frames, or 0 if misaligned. */
 static unsigned int superpage_shift(int level, u64 entry)
@@ -88,8 +89,9 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 		return KVM_PAGETYPE_R_BADENTRY;
 
 	if (level == 1) {
-		if (gfn >= e->nr_frames)
-			return KVM_PAGETYPE_R_RANGE;
+		/* Not guest RAM: the guest's own I/O space (docs/pagetype.md). */
+		if (!engine_covers(e, gfn))
+			return KVM_PAGETYPE_R_OK;
 		if (!(entry & PT_RW))
 			return KVM_PAGETYPE_R_OK;
 		return writable_get(e, gfn);
@@ -100,7 +102,10 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 		if (!shift)
 			return KVM_PAGETYPE_R_BADENTRY;
 		base = gfn >> shift;
-		if ((base + 1) << shift > e->nr_frames)
+		if (!engine_covers(e, base << shift))
+			return KVM_PAGETYPE_R_OK;	/* I/O space, as above */
+		/* Part RAM, part not: no such mapping is legitimate. */
+		if (!engine_covers(e, ((base + 1) << shift) - 1))
 			return KVM_PAGETYPE_R_RANGE;
 		if (!(entry & PT_RW))
 			return KVM_PAGETYPE_R_OK;
@@ -115,7 +120,7 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 		return KVM_PAGETYPE_R_OK;
 	}
 
-	if (gfn >= e->nr_frames)
+	if (!engine_covers(e, gfn))
 		return KVM_PAGETYPE_R_RANGE;
 	if (level == 4 && index >= PT_ENTRIES / 2 &&
 	    (e->flags & KVM_PAGETYPE_ATTACH_KERNEL_HALF) &&
@@ -132,15 +137,16 @@ static void entry_put(struct pt_engine *e, int level, u64 entry)
 
 	if (!(entry & PT_P))
 		return;
+	/* An I/O mapping (beyond the frames covered) took nothing. */
 	if (level == 1) {
-		if (entry & PT_RW)
+		if ((entry & PT_RW) && gfn < e->nr_frames)
 			writable_put(e, gfn);
 		return;
 	}
 	if (entry_is_leaf(level, entry)) {
-		if (!(entry & PT_RW))
-			return;
 		shift = superpage_shift(level, entry);
+		if (!(entry & PT_RW) || (gfn >> shift) << shift >= e->nr_frames)
+			return;
 		if (shift == SHIFT_2M)
 			e->writable_2m[gfn >> shift]--;
 		else
@@ -430,7 +436,7 @@ static u16 op_run(struct pt_engine *e, struct kvm_pagetype_op *op)
 	if (code >= KVM_PAGETYPE_NR_OPS)
 		return KVM_PAGETYPE_R_INVAL;
 	e->stats.ops[code]++;
-	if (op_takes_frame(code) && gfn >= e->nr_frames)
+	if (op_takes_frame(code) && !engine_covers(e, gfn))
 		return KVM_PAGETYPE_R_RANGE;
 
 	switch (code) {
@@ -537,13 +543,14 @@ u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len)
 	u16 r = KVM_PAGETYPE_R_OK;
 	int level;
 
-	if (len <= 0 || gfn >= e->nr_frames)
+	if (len <= 0)
 		return KVM_PAGETYPE_R_OK;
 	if (off + len > PT_PAGE_SIZE)
 		len = PT_PAGE_SIZE - off;
 
 	pt_mutex_lock(&e->lock);
-	shadow = e->shadow[gfn];
+	/* Tables lie in the frames covered, which only grow under the lock. */
+	shadow = gfn < e->nr_frames ? e->shadow[gfn] : NULL;
 	if (!shadow)
 		goto out;	/* not a table (any more): not ours */
 	level = pt_type(e->word[gfn]);
@@ -592,7 +599,8 @@ bool pt_engine_has_table(struct pt_engine *e, u64 gfn, u64 n)
 	u64 end;
 
 	pt_mutex_lock(&e->lock);
-	end = gfn + n < e->nr_frames ? gfn + n : e->nr_frames;
+	end = gfn < e->nr_frames && n < e->nr_frames - gfn ? gfn + n :
+							     e->nr_frames;
 	for (; gfn < end && !ret; gfn++)
 		ret = e->shadow[gfn];
 	pt_mutex_unlock(&e->lock);
@@ -606,31 +614,156 @@ void pt_engine_stats(struct pt_engine *e, struct kvm_pagetype_stats *out)
 	pt_mutex_unlock(&e->lock);
 }
 
-int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
-		   const struct pt_env *env)
+/*
+ * Growing the frames covered.  A leaf beyond them was accepted as an I/O
+ * mapping and holds nothing; once the frames it maps are guest RAM it
+ * must hold what any leaf holds, or its removal would drop a reference
+ * never taken.  So every writable leaf into the new frames takes its
+ * references, in the new arrays, before they replace the old ones; if
+ * one would overflow, the engine keeps its old size (and a frame beyond
+ * it can never be a table, so nothing relies on the new frames yet).
+ */
+struct pt_arrays {
+	u32 *word;
+	u64 **shadow;
+	u32 *tables_2m, *writable_2m, *tables_1g, *writable_1g;
+};
+
+static void arrays_free(struct pt_arrays *a)
+{
+	pt_cfree(a->word);
+	pt_cfree(a->shadow);
+	pt_cfree(a->tables_2m);
+	pt_cfree(a->writable_2m);
+	pt_cfree(a->tables_1g);
+	pt_cfree(a->writable_1g);
+}
+
+static int arrays_alloc(struct pt_arrays *a, u64 nr_frames)
 {
 	u64 n2m = (nr_frames >> SHIFT_2M) + 1, n1g = (nr_frames >> SHIFT_1G) + 1;
 
+	a->word = pt_calloc(nr_frames, sizeof(*a->word));
+	a->shadow = pt_calloc(nr_frames, sizeof(*a->shadow));
+	a->tables_2m = pt_calloc(n2m, sizeof(u32));
+	a->writable_2m = pt_calloc(n2m, sizeof(u32));
+	a->tables_1g = pt_calloc(n1g, sizeof(u32));
+	a->writable_1g = pt_calloc(n1g, sizeof(u32));
+	if (a->word && a->shadow && a->tables_2m && a->writable_2m &&
+	    a->tables_1g && a->writable_1g)
+		return 0;
+	arrays_free(a);
+	return -ENOMEM;
+}
+
+static void engine_swap_arrays(struct pt_engine *e, struct pt_arrays *a)
+{
+	swap(a->word, e->word);
+	swap(a->shadow, e->shadow);
+	swap(a->tables_2m, e->tables_2m);
+	swap(a->writable_2m, e->writable_2m);
+	swap(a->tables_1g, e->tables_1g);
+	swap(a->writable_1g, e->writable_1g);
+}
+
+/* Take, in a, the references of the leaves into frames old .. n - 1. */
+static bool grow_account(struct pt_engine *e, struct pt_arrays *a, u64 old,
+			 u64 n)
+{
+	unsigned int i, shift;
+	u64 gfn, to, first;
+	u32 *region;
+	int level;
+
+	for (gfn = 0; gfn < old; gfn++) {
+		const u64 *t = e->shadow[gfn];
+
+		if (!t)
+			continue;
+		level = pt_type(e->word[gfn]);
+		for (i = 0; i < PT_ENTRIES; i++) {
+			if ((t[i] & (PT_P | PT_RW)) != (PT_P | PT_RW) ||
+			    !entry_is_leaf(level, t[i]))
+				continue;
+			to = entry_gfn(t[i]);
+			if (level == 1) {
+				if (to < old || to >= n)
+					continue;
+				if (pt_count(a->word[to]) == KVM_PAGETYPE_COUNT_MASK)
+					return false;
+				a->word[to]++;
+				continue;
+			}
+			shift = superpage_shift(level, t[i]);
+			first = (to >> shift) << shift;
+			if (first < old || first >= n)
+				continue;
+			region = shift == SHIFT_2M ? a->writable_2m :
+						     a->writable_1g;
+			if (region[to >> shift] == PT_REGION_MAX)
+				return false;
+			region[to >> shift]++;
+		}
+		pt_cond_resched();
+	}
+	return true;
+}
+
+static void engine_grow(struct pt_engine *e)
+{
+	u64 old = e->nr_frames, n;
+	struct pt_arrays a;
+
+	n = e->env->frames(e->env->priv);
+	if (n <= old || arrays_alloc(&a, n))
+		return;
+	memcpy(a.word, e->word, old * sizeof(*a.word));
+	memcpy(a.shadow, e->shadow, old * sizeof(*a.shadow));
+	memcpy(a.tables_2m, e->tables_2m,
+	       ((old >> SHIFT_2M) + 1) * sizeof(u32));
+	memcpy(a.writable_2m, e->writable_2m,
+	       ((old >> SHIFT_2M) + 1) * sizeof(u32));
+	memcpy(a.tables_1g, e->tables_1g,
+	       ((old >> SHIFT_1G) + 1) * sizeof(u32));
+	memcpy(a.writable_1g, e->writable_1g,
+	       ((old >> SHIFT_1G) + 1) * sizeof(u32));
+	if (grow_account(e, &a, old, n)) {
+		engine_swap_arrays(e, &a);
+		e->nr_frames = n;
+		e->stats.frames = n;
+		e->stats.grown++;
+	}
+	arrays_free(&a);
+}
+
+/* Whether gfn is guest RAM the words cover, growing them to it first. */
+static bool engine_covers(struct pt_engine *e, u64 gfn)
+{
+	if (gfn < e->nr_frames)
+		return true;
+	if (e->env->frames)
+		engine_grow(e);
+	return gfn < e->nr_frames;
+}
+
+int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
+		   const struct pt_env *env)
+{
+	struct pt_arrays a;
+
 	memset(e, 0, sizeof(*e));
+	if (arrays_alloc(&a, nr_frames))
+		return -ENOMEM;
 	pt_mutex_init(&e->lock);
+	engine_swap_arrays(e, &a);
 	e->env = env;
 	e->nr_frames = nr_frames;
 	e->flags = flags;
 	e->mode = KVM_PAGETYPE_MODE_COARSE;
 	e->doorbell = PT_NO_HOME;
 	e->home = PT_NO_HOME;
-	e->word = pt_calloc(nr_frames, sizeof(*e->word));
-	e->shadow = pt_calloc(nr_frames, sizeof(*e->shadow));
-	e->tables_2m = pt_calloc(n2m, sizeof(u32));
-	e->writable_2m = pt_calloc(n2m, sizeof(u32));
-	e->tables_1g = pt_calloc(n1g, sizeof(u32));
-	e->writable_1g = pt_calloc(n1g, sizeof(u32));
-	if (!e->word || !e->shadow || !e->tables_2m || !e->writable_2m ||
-	    !e->tables_1g || !e->writable_1g) {
-		pt_engine_destroy(e);
-		return -ENOMEM;
-	}
 	e->stats.vms = 1;
+	e->stats.frames = nr_frames;
 	return 0;
 }
 
@@ -656,7 +789,7 @@ u16 pt_engine_set_doorbell(struct pt_engine *e, u64 gfn)
 	u16 r = KVM_PAGETYPE_R_OK;
 
 	pt_mutex_lock(&e->lock);
-	if (gfn != PT_NO_HOME && gfn >= e->nr_frames) {
+	if (gfn != PT_NO_HOME && !engine_covers(e, gfn)) {
 		r = KVM_PAGETYPE_R_RANGE;
 	} else if (gfn != PT_NO_HOME && e->shadow[gfn]) {
 		r = KVM_PAGETYPE_R_TYPE;
@@ -688,11 +821,11 @@ bool pt_engine_forget_doorbell(struct pt_engine *e, u64 gfn, u64 n)
 
 void pt_engine_reset(struct pt_engine *e)
 {
-	u64 n2m = (e->nr_frames >> SHIFT_2M) + 1;
-	u64 n1g = (e->nr_frames >> SHIFT_1G) + 1;
-	u64 gfn;
+	u64 n2m, n1g, gfn;
 
 	pt_mutex_lock(&e->lock);
+	n2m = (e->nr_frames >> SHIFT_2M) + 1;
+	n1g = (e->nr_frames >> SHIFT_1G) + 1;
 	dma_sync(e);
 	engine_drop_tables(e);
 	/* Writable again, then reachable again. */
@@ -716,14 +849,13 @@ void pt_engine_reset(struct pt_engine *e)
 
 void pt_engine_destroy(struct pt_engine *e)
 {
-	if (e->shadow)
-		engine_drop_tables(e);
+	struct pt_arrays a = { 0 };
+
+	if (!e->shadow)
+		return;		/* never initialized */
+	engine_drop_tables(e);
 	pt_mutex_destroy(&e->lock);
-	pt_cfree(e->word);
-	pt_cfree(e->shadow);
-	pt_cfree(e->tables_2m);
-	pt_cfree(e->writable_2m);
-	pt_cfree(e->tables_1g);
-	pt_cfree(e->writable_1g);
+	engine_swap_arrays(e, &a);
+	arrays_free(&a);
 	memset(e, 0, sizeof(*e));
 }

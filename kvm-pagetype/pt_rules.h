@@ -69,6 +69,12 @@ struct pt_env {
 	 * before its sync.
 	 */
 	void (*dma_sync)(void *priv);
+	/*
+	 * Optional: the guest's frame count now (the end of its highest
+	 * memslot, within the caller's bound).  The engine asks when an entry
+	 * or op names a frame beyond the count it covers, and grows to it.
+	 */
+	u64 (*frames)(void *priv);
 };
 
 #define PT_DMA_GRANT		0

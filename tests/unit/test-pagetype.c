@@ -29,7 +29,8 @@ struct call {
  * (dma_off) where the engine revoked it.
  */
 struct fake {
-	u64 nr;
+	u64 nr;			/* frames the fake holds: twice the engine's */
+	u64 frames;		/* the guest's frame count now (memslots) */
 	u64 **page;
 	int *tracked;
 	int *dma_off;
@@ -102,17 +103,25 @@ static void fake_dma_sync(void *priv)
 	f->dma_pending = 0;
 }
 
+static u64 fake_frames(void *priv)
+{
+	struct fake *f = priv;
+
+	return f->frames;
+}
+
 static struct fake fk;
 static struct pt_env env = { fake_read, fake_track, &fk, fake_dma,
-			     fake_dma_sync };
+			     fake_dma_sync, fake_frames };
 static struct pt_engine eng;
 
 static void setup(u64 nr, u32 flags)
 {
-	fk.nr = nr;
-	fk.page = calloc(nr, sizeof(*fk.page));
-	fk.tracked = calloc(nr, sizeof(*fk.tracked));
-	fk.dma_off = calloc(nr, sizeof(*fk.dma_off));
+	fk.nr = 2 * nr;
+	fk.frames = nr;
+	fk.page = calloc(fk.nr, sizeof(*fk.page));
+	fk.tracked = calloc(fk.nr, sizeof(*fk.tracked));
+	fk.dma_off = calloc(fk.nr, sizeof(*fk.dma_off));
 	fk.fail_track = fk.fail_read = fk.fail_dma = 0;
 	fk.dma_pending = 0;
 	fk.ncalls = 0;
@@ -223,8 +232,8 @@ static void check_invariants(void)
 		for (int i = 0; i < PT_ENTRIES; i++) {
 			u64 en = eng.shadow[gfn][i], to = (en & PT_ADDR_MASK) >> 12;
 
-			if (!(en & PT_P))
-				continue;
+			if (!(en & PT_P) || to >= n)
+				continue;	/* I/O mappings hold nothing */
 			if (level == 1 ? (en & PT_RW) :
 			    !((level == 2 || level == 3) && (en & PT_PS)))
 				count[to]++;
@@ -296,13 +305,14 @@ static void test_l1_rules(void)
 	page(21)[8] = pte(20, 0);
 	T_EQ(pin(1, 21), KVM_PAGETYPE_R_OK);
 
-	/* Beyond guest memory. */
-	page(22)[0] = pte(1024, 0);
-	T_EQ(pin(1, 22), KVM_PAGETYPE_R_RANGE);
-	page(22)[0] = pte(0xfffffffffULL, PT_RW);
-	T_EQ(pin(1, 22), KVM_PAGETYPE_R_RANGE);
+	/* Beyond guest memory: the guest's I/O space, taking nothing. */
+	page(22)[0] = pte(1024, PT_RW);
+	page(22)[1] = pte(0xfffffffffULL, PT_RW);
+	T_EQ(pin(1, 22), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(22), KVM_PAGETYPE_R_OK);
 	/* Not present: anything goes. */
 	page(22)[0] = 0xfffffffffffffffeULL;
+	page(22)[1] = 0;
 	T_EQ(pin(1, 22), KVM_PAGETYPE_R_OK);
 
 	/* A table mapping itself: writable refused, read-only accepted. */
@@ -418,7 +428,7 @@ static void test_hierarchy(void)
 
 static void test_superpages(void)
 {
-	u64 big = (1ULL << 18) + 4096;	/* a little over 1 GiB */
+	u64 big = (1ULL << 18) + 4096 + 100;	/* a little over 1 GiB */
 
 	setup(big, 0);
 	T_EQ(pin(1, 600), KVM_PAGETYPE_R_OK);	/* a table in 2M region 1 */
@@ -443,6 +453,10 @@ static void test_superpages(void)
 	/* Beyond memory: the last 2M region is partly outside. */
 	page(3)[0] = pte(big & ~511ULL, PT_PS);
 	T_EQ(pin(2, 3), KVM_PAGETYPE_R_RANGE);
+	/* Wholly outside: the guest's I/O space, taking nothing. */
+	page(3)[0] = pte((big + 511) & ~511ULL, PT_PS | PT_RW);
+	T_EQ(pin(2, 3), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(3), KVM_PAGETYPE_R_OK);
 	check_invariants();
 
 	/* 1G leaves in an L3: region 0 holds tables, region 1 is partial. */
@@ -685,9 +699,10 @@ static void test_writes(void)
 	T_EQ(write64(20, 6, pte(1, PT_RW)), KVM_PAGETYPE_R_TYPE);
 	T_EQ(eng.shadow[20][6], pte(31, PT_RW));
 	T_EQ(eng.stats.violations, 1);
-	T_EQ(write64(20, 7, pte(1024, 0)), KVM_PAGETYPE_R_RANGE);
+	/* An I/O mapping is none. */
+	T_EQ(write64(20, 7, pte(1024, PT_RW)), 0);
+	T_EQ(write64(20, 7, 0), 0);
 	page(20)[6] = pte(31, PT_RW);
-	page(20)[7] = 0;
 	check_invariants();
 
 	/* Accessed and dirty bits change nothing a reference depends on. */
@@ -857,8 +872,8 @@ static void test_dma(void)
 	T_EQ(pin(1, 41), KVM_PAGETYPE_R_IO);
 	expect_calls("D-41 T+41 R41 T-41 D+41");
 	fk.fail_read = 0;
-	page(42)[0] = pte(2000, 0);
-	T_EQ(pin(1, 42), KVM_PAGETYPE_R_RANGE);
+	page(42)[0] = pte(42, PT_RW);
+	T_EQ(pin(1, 42), KVM_PAGETYPE_R_TYPE);
 	expect_calls("D-42 T+42 R42 T-42 D+42");
 	/* Refused before anything is asked of the environment. */
 	T_EQ(pin(1, 1024), KVM_PAGETYPE_R_RANGE);
@@ -1108,9 +1123,9 @@ static void test_by_reference(void)
 	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_COARSE),
 	     KVM_PAGETYPE_R_OK);
 	/* A failed validation leaves nothing: no track, no revoke, no type. */
-	page(62)[0] = pte(5000, 0);
+	page(62)[0] = pte(62, PT_RW);
 	fk.ncalls = 0;
-	T_EQ(write64(50, 2, pte(62, PT_RW)), KVM_PAGETYPE_R_RANGE);
+	T_EQ(write64(50, 2, pte(62, PT_RW)), KVM_PAGETYPE_R_TYPE);
 	expect_calls("D-62 T+62 R62 T-62 D+62");
 	T_EQ(query(62), 0);
 	page(50)[2] = 0;
@@ -1278,6 +1293,51 @@ static void test_threads_by_reference(void)
 	teardown();
 }
 
+/*
+ * Leaves beyond guest RAM are the guest's own I/O space and take nothing;
+ * memory added later (a memslot above) is covered when first named, and
+ * the leaves into it then hold their references.
+ */
+static void test_io_and_growth(void)
+{
+	setup(1024, 0);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(20, 0, pte(1500, PT_RW)), 0);
+	T_EQ(write64(20, 1, pte(1500, PT_RW)), 0);
+	page(21)[0] = pte(1536, PT_PS | PT_RW);	/* 2M region 3, all beyond */
+	T_EQ(pin(2, 21), KVM_PAGETYPE_R_OK);
+	/* A non-leaf entry must name RAM: it is read. */
+	T_EQ(write64(21, 1, pte(1100, PT_RW)), KVM_PAGETYPE_R_RANGE);
+	page(21)[1] = 0;
+	T_EQ(pin(1, 1500), KVM_PAGETYPE_R_RANGE);
+	T_EQ(eng.stats.grown, 0);
+	check_invariants();
+
+	/* A memslot appears above: the leaves into it take their references. */
+	fk.frames = 2048;
+	T_EQ(pin(1, 1500), KVM_PAGETYPE_R_BUSY);
+	T_EQ(eng.nr_frames, 2048);
+	T_EQ(eng.stats.frames, 2048);
+	T_EQ(eng.stats.grown, 1);
+	T_EQ(query(1500), word(W, 0, 2));
+	T_EQ(pin(1, 1600), KVM_PAGETYPE_R_BUSY);	/* under the 2M leaf */
+	check_invariants();
+	/* Removing them drops what they hold now. */
+	T_EQ(write64(20, 0, 0), 0);
+	T_EQ(write64(20, 1, 0), 0);
+	T_EQ(pin(1, 1500), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(21, 0, 0), 0);
+	T_EQ(pin(1, 1600), KVM_PAGETYPE_R_OK);
+	/* And the new frames link like any other. */
+	T_EQ(write64(21, 2, pte(1700, PT_RW)), 0);
+	T_EQ(query(1700), word(1, VALID, 1));
+	check_invariants();
+	/* Nothing more beyond: no growth, frames there still refused. */
+	T_EQ(pin(1, 2048), KVM_PAGETYPE_R_RANGE);
+	T_EQ(eng.stats.grown, 1);
+	teardown();
+}
+
 int main(void)
 {
 	test_pin_unpin();
@@ -1297,6 +1357,7 @@ int main(void)
 	test_subtree_bound();
 	test_xsa();
 	test_threads_by_reference();
+	test_io_and_growth();
 	printf("test-pagetype: all cases passed\n");
 	return 0;
 }

@@ -181,6 +181,8 @@ struct kvm_pagetype_stats {
 	__u64 tables[4];	/* validated tables now, pinned or not, L1..L4 */
 	__u64 ref_validations;	/* tables validated because an entry needed them */
 	__u64 devalidations;	/* tables writable again: last reference gone */
+	__u64 frames;		/* frames the type words cover now */
+	__u64 grown;		/* times they grew to memslots added later */
 };
 
 #define KVM_PAGETYPE_STATS_GLOBAL	(1U << 0)

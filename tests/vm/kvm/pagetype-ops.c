@@ -292,8 +292,9 @@ KVMTEST(kill_write)
 	kill_by_store(kt_kva(KT_UL2_GFN * KT_PAGE + 16), kt_pte(0x20, KT_RW));
 	/* A user-half L4 entry at the kernel's (writable) L3. */
 	kill_by_store(kt_kva(KT_L4_GFN * KT_PAGE + 8), kt_pte(KT_KL3_GFN, 0));
-	/* A frame outside guest memory. */
-	kill_by_store(ul1_entry(0x103), kt_pte(0x100000, 0));
+	/* A table outside guest memory (a leaf there is an I/O mapping). */
+	kill_by_store(kt_kva(KT_UL2_GFN * KT_PAGE + 16),
+		      kt_pte(0x100000, KT_RW));
 	/* A writable 2 MiB leaf over the tables. */
 	kill_by_store(kt_kva(KT_UL2_GFN * KT_PAGE + 8),
 		      kt_pte(0, KT_RW | KT_PS));
@@ -618,6 +619,45 @@ KVMTEST(memslots)
 	expect_dead(&vm, KVM_PAGETYPE_KILL_MEMSLOT);
 	kt_vm_destroy(&vm);
 	expect_healthy();
+}
+
+/*
+ * A leaf beyond guest RAM maps the guest's own I/O space and takes
+ * nothing; memory added above after the attach is covered when first
+ * named, and a leaf that mapped it as I/O then holds its reference.
+ */
+KVMTEST(io_and_growth)
+{
+	static uint64_t extra[2][512 * 256] __attribute__((aligned(4096)));
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	uint64_t v = 0;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	/* A 64-bit BAR at 4 GiB, mapped by a process. */
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x103), kt_pte(0x100000, KT_RW), 8),
+	     0);
+	T_EQ(kt_op(&vm, OP(QUERY), 0x100000), R(RANGE));
+	/* RAM at 4 MiB, added after the attach: covered, counted. */
+	set_slot(&vm, 1, 4 << 20, 1 << 20, extra[0]);
+	extra[0][(1100 - 1024) * 512] = MARK;
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x104), kt_pte(1100, KT_RW), 8), 0);
+	T_EQ(kt_query(&vm, 1100), word(0, 0, 1));
+	T_EQ(kt_guest_load(&vm, 0x104000, &v, 0), 0);
+	T_EQ(v, MARK);
+	/* Mapped as I/O first, RAM later: the mapping holds its reference. */
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x105), kt_pte(1300, KT_RW), 8), 0);
+	set_slot(&vm, 2, 5 << 20, 1 << 20, extra[1]);
+	T_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(BUSY));
+	T_EQ(kt_query(&vm, 1300), word(0, 0, 1));
+	T_EQ(kt_guest_store(&vm, ul1_entry(0x105), 0, 8), 0);
+	T_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));
+	kt_stats(&vm, false, &s);
+	T_EQ(s.frames, 1536);
+	T_EQ(s.grown, 2);
+	T_EQ(s.kills, 0);
+	kt_vm_destroy(&vm);
 }
 
 static int kvm_debugfs_vms(void)
