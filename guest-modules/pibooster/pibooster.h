@@ -172,6 +172,7 @@ void __pib_table_abandon(struct page *page, int level, struct pib_batch *b);
 void pib_table_abandon(struct page *page, int level);
 void pib_table_freeing(struct page *page);
 void pib_tables_patched(void);
+void pib_tables_unpatching(void);
 void pib_reaper_start(void);
 void pib_reaper_stop(void);
 bool pib_release_pending(void);

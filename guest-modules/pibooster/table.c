@@ -316,6 +316,18 @@ void pib_tables_patched(void)
 }
 
 /*
+ * The patch is going: tasks leave the hooks one by one, and what they
+ * allocate then is linked under tables we pinned.  Pin nothing more (the
+ * host validates those links by reference; stats/early counts them);
+ * what is pinned is unpinned when the frames come back, or at exit.
+ */
+void pib_tables_unpatching(void)
+{
+	WRITE_ONCE(pib_roots, false);
+	WRITE_ONCE(pib_patched, false);
+}
+
+/*
  * The root.  Under 4-level paging the pgd is an L4 table, but pgd_alloc()
  * and pgd_free() cannot be replaced from a module: they fill and empty
  * pgd_list under pgd_lock, neither exported.  So a root is pinned just

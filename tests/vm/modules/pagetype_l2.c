@@ -134,6 +134,31 @@ static int ptl2_doorbell(struct ptl2 *p)
 }
 
 /*
+ * What a kernel about to kexec does: pin, then RESET.  The host forgets
+ * the table and the doorbell, so a ring of the doorbell is a plain store.
+ */
+static int ptl2_reset(struct ptl2 *p, unsigned long pfn)
+{
+	u32 *db = (u32 *)p->doorbell;
+	phys_addr_t batch = virt_to_phys(db) + 16;
+	u32 word = ~0U;
+	u16 r;
+
+	if (!(readl(p->regs + PAGETYPE_REG_FEATURES) & PAGETYPE_F_RESET))
+		return -EOPNOTSUPP;
+	r = ptl2_op(p, KVM_PAGETYPE_OP_PIN_L1, pfn, NULL);
+	if (r)
+		return -EINVAL;
+	writel(PAGETYPE_RESET_KEY, p->regs + PAGETYPE_REG_RESET);
+	r = ptl2_op(p, KVM_PAGETYPE_OP_QUERY, pfn, &word);
+	db[3] = 0xdead;
+	WRITE_ONCE(p->doorbell[0], KVM_PAGETYPE_DB_RING(batch, 1));
+	pr_info("reset: query result %u word %#x, doorbell done %#x\n", r,
+		word, db[3]);
+	return r || word || db[3] != 0xdead ? -EPROTO : 0;
+}
+
+/*
  * N round trips of each carrier, ns per op.  The doorbell must be set up
  * (ptl2_doorbell).  A NULL batch's result lands in guest memory before
  * the COUNT write or the doorbell store completes; it is checked once.
@@ -245,6 +270,10 @@ static int ptl2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	if (bench) {
 		ret = ptl2_bench(p, bench);
+		if (ret)
+			return ret;
+	} else {
+		ret = ptl2_reset(p, pfn);
 		if (ret)
 			return ret;
 	}
