@@ -71,7 +71,7 @@ void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 			kpt_doorbell(vm, vcpu, gpa, new, bytes);
 		return;
 	}
-	rule = pt_engine_write(&vm->engine, gpa, new, bytes);
+	rule = pt_engine_write(&vm->engine, gpa);
 	if (rule)
 		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
 }

@@ -534,19 +534,12 @@ u32 pt_engine_batch(struct pt_engine *e, struct kvm_pagetype_op *ops,
 	return done;
 }
 
-u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len)
+u16 pt_engine_write(struct pt_engine *e, u64 gpa)
 {
-	u64 gfn = gpa >> 12;
-	unsigned int off = gpa & (PT_PAGE_SIZE - 1);
-	unsigned int i, b, first, last;
-	u64 *shadow, old, new;
+	u64 gfn = gpa >> 12, *shadow, *now = e->scratch, old;
 	u16 r = KVM_PAGETYPE_R_OK;
+	unsigned int i;
 	int level;
-
-	if (len <= 0)
-		return KVM_PAGETYPE_R_OK;
-	if (off + len > PT_PAGE_SIZE)
-		len = PT_PAGE_SIZE - off;
 
 	pt_mutex_lock(&e->lock);
 	/* Tables lie in the frames covered, which only grow under the lock. */
@@ -556,32 +549,32 @@ u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len)
 	level = pt_type(e->word[gfn]);
 	e->stats.writes++;
 	e->validate_left = KVM_PAGETYPE_VALIDATE_MAX;
-	first = off / 8;
-	last = (off + len - 1) / 8;
-	for (i = first; i <= last; i++) {
+	/*
+	 * What memory holds now, not the bytes of the store that trapped:
+	 * notifiers of two vCPUs' stores may run in either order, and a
+	 * write no notifier saw is caught here at the latest.
+	 */
+	if (e->env->read_table(e->env->priv, gfn, now)) {
+		r = KVM_PAGETYPE_R_IO;
+		e->stats.violations++;
+		goto out;
+	}
+	for (i = 0; i < PT_ENTRIES; i++) {
 		old = shadow[i];
-		new = old;
-		for (b = 0; b < 8; b++) {
-			unsigned int at = i * 8 + b;
-
-			if (at < off || at >= off + len)
-				continue;
-			new &= ~(0xffULL << (8 * b));
-			new |= (u64)bytes[at - off] << (8 * b);
-		}
-		if (!((old | new) & PT_P) || !((old ^ new) & PT_GRANT_MASK)) {
-			shadow[i] = new;
+		if (!((old | now[i]) & PT_P) ||
+		    !((old ^ now[i]) & PT_GRANT_MASK)) {
+			shadow[i] = now[i];
 			continue;
 		}
 		e->stats.write_updates++;
 		e->stats.validations++;
-		r = entry_get(e, level, i, new);
+		r = entry_get(e, level, i, now[i]);
 		if (r) {
 			e->stats.violations++;
 			goto out;
 		}
 		entry_put(e, level, old);
-		shadow[i] = new;
+		shadow[i] = now[i];
 	}
 out:
 	pt_mutex_unlock(&e->lock);
@@ -752,8 +745,14 @@ int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
 	struct pt_arrays a;
 
 	memset(e, 0, sizeof(*e));
-	if (arrays_alloc(&a, nr_frames))
+	e->scratch = pt_page_alloc();
+	if (!e->scratch)
 		return -ENOMEM;
+	if (arrays_alloc(&a, nr_frames)) {
+		pt_page_free(e->scratch);
+		e->scratch = NULL;
+		return -ENOMEM;
+	}
 	pt_mutex_init(&e->lock);
 	engine_swap_arrays(e, &a);
 	e->env = env;
@@ -857,5 +856,6 @@ void pt_engine_destroy(struct pt_engine *e)
 	pt_mutex_destroy(&e->lock);
 	engine_swap_arrays(e, &a);
 	arrays_free(&a);
+	pt_page_free(e->scratch);
 	memset(e, 0, sizeof(*e));
 }

@@ -93,6 +93,7 @@ struct pt_engine {
 	bool dma_pending;	/* lazy revokes not synced yet */
 	u32 *word;		/* the type word, per frame */
 	u64 **shadow;		/* per table: its validated entries */
+	u64 *scratch;		/* a table as memory holds it (writes) */
 	/* Per 2 MiB and 1 GiB region: tables inside, writable PS leaves over. */
 	u32 *tables_2m, *writable_2m;
 	u32 *tables_1g, *writable_1g;
@@ -150,11 +151,12 @@ u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
 			   struct kvm_pagetype_op *ops, u32 count);
 
 /*
- * A guest write of len bytes at gpa has landed; bytes are the new ones.
- * Validates it like an mmu_update against the table's shadow.  Returns 0,
- * or the R_* code of the rule it broke (the caller kills the VM).
+ * A guest write at gpa has landed.  If its frame is a table, every entry
+ * whose grant differs between memory now and the table's shadow is
+ * validated like an mmu_update.  Returns 0, or the R_* code of the rule
+ * broken (R_IO: the table could not be read); the caller kills the VM.
  */
-u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len);
+u16 pt_engine_write(struct pt_engine *e, u64 gpa);
 
 /* Whether the frame is a table (validated, write tracked); under the lock. */
 bool pt_engine_is_table_locked(struct pt_engine *e, u64 gfn);

@@ -57,10 +57,11 @@ static int fake_read(void *priv, u64 gfn, u64 *entries)
 		 (unsigned long long)gfn);
 	if (f->fail_read)
 		return -EIO;
-	if (f->page[gfn])
-		memcpy(entries, f->page[gfn], PT_PAGE_SIZE);
-	else
-		memset(entries, 0, PT_PAGE_SIZE);
+	/* Entry by entry, as a vCPU's 8-byte stores land (test_threads). */
+	for (int i = 0; i < PT_ENTRIES; i++)
+		entries[i] = f->page[gfn] ?
+			     __atomic_load_n(&f->page[gfn][i], __ATOMIC_RELAXED) :
+			     0;
 	return 0;
 }
 
@@ -182,11 +183,30 @@ static u32 query(u64 gfn)
 	return o.out;
 }
 
+/*
+ * A guest store of len bytes at gpa: into memory first, then the
+ * notifier, as KVM's emulator does.  A store off the page's end is cut.
+ */
+static u16 store(u64 gpa, const void *bytes, unsigned int len)
+{
+	unsigned int off = gpa % PT_PAGE_SIZE;
+
+	if (off + len > PT_PAGE_SIZE)
+		len = PT_PAGE_SIZE - off;
+	memcpy((u8 *)page(gpa / PT_PAGE_SIZE) + off, bytes, len);
+	return pt_engine_write(&eng, gpa);
+}
+
 static u16 write64(u64 gfn, unsigned int index, u64 val)
 {
-	page(gfn)[index] = val;
-	return pt_engine_write(&eng, gfn * PT_PAGE_SIZE + index * 8,
-			       (const u8 *)&val, 8);
+	return store(gfn * PT_PAGE_SIZE + index * 8, &val, 8);
+}
+
+/* An 8-byte store from another thread: the page exists already. */
+static u16 write64_atomic(u64 gfn, unsigned int index, u64 val)
+{
+	__atomic_store_n(&fk.page[gfn][index], val, __ATOMIC_RELAXED);
+	return pt_engine_write(&eng, gfn * PT_PAGE_SIZE + index * 8);
 }
 
 /*
@@ -231,6 +251,13 @@ static void check_invariants(void)
 		}
 		for (int i = 0; i < PT_ENTRIES; i++) {
 			u64 en = eng.shadow[gfn][i], to = (en & PT_ADDR_MASK) >> 12;
+			u64 mem = fk.page[gfn] ? fk.page[gfn][i] : 0;
+
+			T_ASSERT(!((en | mem) & PT_P) ||
+				 !((en ^ mem) & PT_GRANT_MASK),
+				 "table %llx entry %d: %llx validated, %llx in memory",
+				 (unsigned long long)gfn, i,
+				 (unsigned long long)en, (unsigned long long)mem);
 
 			if (!(en & PT_P) || to >= n)
 				continue;	/* I/O mappings hold nothing */
@@ -699,10 +726,11 @@ static void test_writes(void)
 	T_EQ(write64(20, 6, pte(1, PT_RW)), KVM_PAGETYPE_R_TYPE);
 	T_EQ(eng.shadow[20][6], pte(31, PT_RW));
 	T_EQ(eng.stats.violations, 1);
+	/* The VM is killed then; here memory goes back for the next case. */
+	page(20)[6] = pte(31, PT_RW);
 	/* An I/O mapping is none. */
 	T_EQ(write64(20, 7, pte(1024, PT_RW)), 0);
 	T_EQ(write64(20, 7, 0), 0);
-	page(20)[6] = pte(31, PT_RW);
 	check_invariants();
 
 	/* Accessed and dirty bits change nothing a reference depends on. */
@@ -713,41 +741,35 @@ static void test_writes(void)
 	{
 		u32 lo = (u32)pte(40, PT_RW), hi = 0;
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9 + 4,
-				     (u8 *)&hi, 4), 0);
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9,
-				     (u8 *)&lo, 4), 0);
+		T_EQ(store(20 * 4096 + 8 * 9 + 4, &hi, 4), 0);
+		T_EQ(store(20 * 4096 + 8 * 9, &lo, 4), 0);
 		T_EQ(pt_count(query(40)), 1);
 		T_EQ(eng.shadow[20][9], pte(40, PT_RW));
 		/* A one-byte write clears RW. */
 		u8 b = (u8)(pte(40, 0) & 0xff);
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9, &b, 1), 0);
+		T_EQ(store(20 * 4096 + 8 * 9, &b, 1), 0);
 		T_EQ(pt_count(query(40)), 0);
-		page(20)[9] = pte(40, 0);
 	}
 	/* A write spanning two entries validates both. */
 	{
 		u64 two[2] = { pte(41, PT_RW), pte(42, PT_RW) };
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 10, (u8 *)two, 16), 0);
+		T_EQ(store(20 * 4096 + 8 * 10, two, 16), 0);
 		T_EQ(pt_count(query(41)) + pt_count(query(42)), 2);
-		page(20)[10] = two[0];
-		page(20)[11] = two[1];
 	}
 	/* A write running off the page is cut at its end. */
 	{
 		u64 v2[2] = { pte(43, PT_RW), pte(44, PT_RW) };
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 511, (u8 *)v2, 16), 0);
+		T_EQ(store(20 * 4096 + 8 * 511, v2, 16), 0);
 		T_EQ(pt_count(query(43)), 1);
 		T_EQ(pt_count(query(44)), 0);
-		page(20)[511] = v2[0];
 	}
 	/* Writes to frames that are not tables are not counted. */
 	v = eng.stats.writes;
 	T_EQ(write64(30, 0, pte(1, PT_RW)), 0);
-	T_EQ(pt_engine_write(&eng, 1024 * 4096, (u8 *)&v, 8), 0);
+	T_EQ(pt_engine_write(&eng, 1024 * 4096), 0);
 	T_EQ(eng.stats.writes, v);
 	check_invariants();
 
@@ -1021,12 +1043,8 @@ static void test_doorbell_reset(void)
 static void *writer(void *arg)
 {
 	for (int i = 0; i < ROUNDS; i++) {
-		u64 v = pte(30, PT_RW), z = 0;
-
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * (i % 64),
-				     (u8 *)&v, 8), 0);
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * (i % 64),
-				     (u8 *)&z, 8), 0);
+		T_EQ(write64_atomic(20, i % 64, pte(30, PT_RW)), 0);
+		T_EQ(write64_atomic(20, i % 64, 0), 0);
 	}
 	return arg;
 }
@@ -1057,6 +1075,7 @@ static void test_threads(void)
 	pthread_t a, b;
 
 	setup(1024, 0);
+	page(20);
 	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
 	for (int i = 0; i < 64; i++)
 		page(21)[i] = pte(30, PT_RW);
@@ -1086,7 +1105,7 @@ static void test_by_reference(void)
 	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 60), KVM_PAGETYPE_R_OK);
 	fk.ncalls = 0;
 	T_EQ(write64(50, 0, pte(60, PT_RW)), 0);
-	expect_calls("T+60 R60");
+	expect_calls("R50 T+60 R60");
 	T_EQ(query(60), word(1, VALID | KVM_PAGETYPE_SEMI, 1));
 	/*
 	 * A writable one is revoked before it is read, in fine mode too,
@@ -1097,7 +1116,7 @@ static void test_by_reference(void)
 	T_EQ(pin(1, 61), KVM_PAGETYPE_R_MODE);
 	fk.ncalls = 0;
 	T_EQ(write64(50, 1, pte(61, PT_RW)), 0);
-	expect_calls("D-61 T+61 R61");
+	expect_calls("R50 D-61 T+61 R61");
 	T_EQ(query(61), word(1, VALID, 1));
 	T_EQ(eng.stats.ref_validations, 2);
 	check_invariants();
@@ -1109,9 +1128,9 @@ static void test_by_reference(void)
 	/* Unlinked: tracking stops, then DMA comes back; semi stays semi. */
 	fk.ncalls = 0;
 	T_EQ(write64(50, 1, 0), 0);
-	expect_calls("T-61 D+61");
+	expect_calls("R50 T-61 D+61");
 	T_EQ(write64(50, 0, 0), 0);
-	expect_calls("T-60");
+	expect_calls("R50 T-60");
 	T_EQ(query(60), KVM_PAGETYPE_SEMI);
 	T_EQ(eng.stats.devalidations, 2);
 	/* The last reference a pin: UNPIN's word is the writable one. */
@@ -1126,7 +1145,7 @@ static void test_by_reference(void)
 	page(62)[0] = pte(62, PT_RW);
 	fk.ncalls = 0;
 	T_EQ(write64(50, 2, pte(62, PT_RW)), KVM_PAGETYPE_R_TYPE);
-	expect_calls("D-62 T+62 R62 T-62 D+62");
+	expect_calls("R50 D-62 T+62 R62 T-62 D+62");
 	T_EQ(query(62), 0);
 	page(50)[2] = 0;
 	/* The batch's own frame never becomes a table, not even below one. */
@@ -1181,6 +1200,7 @@ static void test_subtree_bound(void)
 	page(11)[1] = pte(21, PT_RW);
 	page(20)[511] = 0;
 	T_EQ(write64(12, 0, pte(11, PT_RW)), KVM_PAGETYPE_R_LIMIT);
+	page(12)[0] = 0;
 	T_EQ(pin(3, 11), KVM_PAGETYPE_R_LIMIT);
 	for (n = 0; n < 4096; n++)
 		T_ASSERT(fk.tracked[n] == (n == 10 || n == 12),
@@ -1249,13 +1269,11 @@ static void test_xsa(void)
 /* Two tables link and unlink one untyped frame while a third pins it. */
 static void *linker(void *arg)
 {
-	u64 at = (u64)(uintptr_t)arg * PT_PAGE_SIZE;
+	u64 table = (u64)(uintptr_t)arg;
 
 	for (int i = 0; i < ROUNDS; i++) {
-		u64 v = pte(60, PT_RW), z = 0;
-
-		T_EQ(pt_engine_write(&eng, at, (u8 *)&v, 8), 0);
-		T_EQ(pt_engine_write(&eng, at, (u8 *)&z, 8), 0);
+		T_EQ(write64_atomic(table, 0, pte(60, PT_RW)), 0);
+		T_EQ(write64_atomic(table, 0, 0), 0);
 	}
 	return arg;
 }
@@ -1276,6 +1294,8 @@ static void test_threads_by_reference(void)
 	setup(1024, 0);
 	for (int i = 0; i < 8; i++)
 		page(60)[i] = pte(70 + i, PT_RW);
+	page(50);
+	page(51);
 	T_EQ(pin(2, 50), KVM_PAGETYPE_R_OK);
 	T_EQ(pin(2, 51), KVM_PAGETYPE_R_OK);
 	T_EQ(pthread_create(&a, NULL, linker, (void *)50), 0);
@@ -1338,6 +1358,35 @@ static void test_io_and_growth(void)
 	teardown();
 }
 
+/*
+ * Two vCPUs store to one entry, A 0 and then B a link, and B's notifier
+ * runs first.  The engine validates memory, not the stores' bytes: it
+ * ends with the link counted, in either order, so the L1 it names is
+ * never unpinned while it is live.
+ */
+static void test_notify_order(void)
+{
+	setup(1024, 0);
+	T_EQ(pin(2, 50), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 60), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(50, 0, pte(60, PT_RW)), 0);
+	page(50)[0] = 0;			/* A's store */
+	page(50)[0] = pte(60, PT_RW);		/* B's store */
+	T_EQ(pt_engine_write(&eng, 50 * PT_PAGE_SIZE), 0);	/* B's */
+	T_EQ(pt_engine_write(&eng, 50 * PT_PAGE_SIZE), 0);	/* A's */
+	T_EQ(eng.shadow[50][0], pte(60, PT_RW));
+	T_EQ(pt_count(query(60)), 2);
+	T_EQ(unpin(60), KVM_PAGETYPE_R_OK);
+	T_EQ(query(60), word(1, VALID, 1));
+	check_invariants();
+	/* A store no notifier saw is caught at the next write to the table. */
+	page(50)[5] = pte(50, PT_RW);
+	T_EQ(write64(50, 6, 0), KVM_PAGETYPE_R_TYPE);
+	page(50)[5] = 0;
+	check_invariants();
+	teardown();
+}
+
 int main(void)
 {
 	test_pin_unpin();
@@ -1358,6 +1407,7 @@ int main(void)
 	test_xsa();
 	test_threads_by_reference();
 	test_io_and_growth();
+	test_notify_order();
 	printf("test-pagetype: all cases passed\n");
 	return 0;
 }
