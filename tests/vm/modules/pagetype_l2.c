@@ -159,6 +159,16 @@ static int ptl2_reset(struct ptl2 *p, unsigned long pfn)
 }
 
 /*
+ * Every 256 round trips, let the CPU go: under TCG a few thousand exits
+ * take longer than the soft-lockup watchdog allows one task.
+ */
+static void ptl2_yield(unsigned int i)
+{
+	if (i % 256 == 255)
+		cond_resched();
+}
+
+/*
  * N round trips of each carrier, ns per op.  The doorbell must be set up
  * (ptl2_doorbell).  A NULL batch's result lands in guest memory before
  * the COUNT write or the doorbell store completes; it is checked once.
@@ -172,8 +182,10 @@ static int ptl2_bench(struct ptl2 *p, unsigned int n)
 	unsigned int i;
 
 	t0 = ktime_get_ns();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		writel(0, p->regs + PAGETYPE_REG_NULL);
+		ptl2_yield(i);
+	}
 	t[0] = ktime_get_ns() - t0;
 
 	p->batch[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_NULL,
@@ -181,8 +193,10 @@ static int ptl2_bench(struct ptl2 *p, unsigned int n)
 	writel(lower_32_bits(pa), p->regs + PAGETYPE_REG_BATCH_LO);
 	writel(upper_32_bits(pa), p->regs + PAGETYPE_REG_BATCH_HI);
 	t0 = ktime_get_ns();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		writel(1, p->regs + PAGETYPE_REG_COUNT);
+		ptl2_yield(i);
+	}
 	t[1] = ktime_get_ns() - t0;
 	if (readl(p->regs + PAGETYPE_REG_STATUS) || p->batch[0].result)
 		return -EIO;
@@ -190,8 +204,10 @@ static int ptl2_bench(struct ptl2 *p, unsigned int n)
 	dbops[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_NULL,
 					     .result = 0xffff };
 	t0 = ktime_get_ns();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		WRITE_ONCE(p->doorbell[0], KVM_PAGETYPE_DB_RING(db + 16, 1));
+		ptl2_yield(i);
+	}
 	t[2] = ktime_get_ns() - t0;
 	if (((u32 *)p->doorbell)[2] || dbops[0].result)
 		return -EIO;
