@@ -614,6 +614,17 @@ KVMTEST(memslots)
 	T_EQ(s.kills, 0);
 	kt_pin_user_tables(&vm);
 	T_EQ(kt_op(&vm, OP(PIN_L1), 1300), R(OK));
+	/*
+	 * A slot of SMM's address space over the same memory (what SeaBIOS's
+	 * SMRAM handling makes) comes and goes: nothing of ours goes with it.
+	 */
+	if (ioctl(vm.kvm_fd, KVM_CHECK_EXTENSION,
+		  KVM_CAP_MULTI_ADDRESS_SPACE) > 1) {
+		set_slot(&vm, 1U << 16 | 5, 5 << 20, 1 << 20, extra[1]);
+		set_slot(&vm, 1U << 16 | 5, 5 << 20, 0, extra[1]);
+		kt_stats(&vm, false, &s);
+		T_EQ(s.kills, 0);
+	}
 	/* Slot 2 holds a pinned table: its removal kills the VM. */
 	set_slot(&vm, 2, 5 << 20, 0, extra[1]);
 	expect_dead(&vm, KVM_PAGETYPE_KILL_MEMSLOT);
