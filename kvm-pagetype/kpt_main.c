@@ -33,8 +33,12 @@
 #include "kpt.h"
 #include "kpt_compat.h"
 
-/* The most guest memory a VM may have to be attached: 1 TiB. */
-#define KPT_MAX_FRAMES		BIT_ULL(28)
+/*
+ * The most guest memory the words cover: 512 GiB.  The largest array, a
+ * shadow pointer per frame, then stays below the INT_MAX bytes kvmalloc
+ * takes without a WARN (a panic on a panic_on_warn host).
+ */
+#define KPT_MAX_FRAMES		BIT_ULL(27)
 
 /* One open /dev/kvm-pagetype: at most one VM. */
 struct kpt_file {
