@@ -231,6 +231,7 @@ static void pib_drain(void)
 			for (pfn = 0; pfn < pib_nr_frames; pfn++) {
 				u8 s = READ_ONCE(pib_state[pfn]);
 
+				pib_walk_resched(pfn);
 				if (!(s & PIB_S_TABLE) ||
 				    (s & PIB_S_LEVEL) != level ||
 				    pib_holds_ref(s) != held)

@@ -465,6 +465,7 @@ static void pib_sweep(struct list_head *ready)
 		u8 s = READ_ONCE(pib_state[pfn]);
 		struct page *page;
 
+		pib_walk_resched(pfn);
 		if ((s & (PIB_S_TABLE | PIB_S_PENDING)) != PIB_S_TABLE ||
 		    !pib_holds_ref(s))
 			continue;
@@ -520,6 +521,7 @@ static void pib_reap(struct work_struct *work)
 	pib_collect(&ready);
 	if (time_after_eq(jiffies, pib_next_sweep)) {
 		pib_sweep(&ready);
+		pib_cache_recover();
 		pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
 	}
 	pib_release_tables(&ready);
