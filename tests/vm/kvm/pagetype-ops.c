@@ -208,9 +208,12 @@ KVMTEST(pin)
 	T_EQ(kt_op(&vm, OP(PIN_L1), 0x20), R(BUSY));	/* mapped writable */
 	T_EQ(kt_op(&vm, OP(PIN_L3), KT_KL3_GFN), R(BUSY));
 	T_EQ(kt_op(&vm, 999, 0), R(INVAL));
-	/* A table with an entry outside guest memory, and a wrong level. */
+	/* A leaf outside guest memory is an I/O mapping; a wrong level. */
 	kt_frame(&vm, T_FRAME)[3] = kt_pte(4096, 0);
-	T_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(RANGE));
+	T_EQ(kt_op(&vm, OP(PIN_L1), T_FRAME), R(OK));
+	T_EQ(kt_op(&vm, OP(UNPIN), T_FRAME), R(OK));
+	kt_frame(&vm, T_FRAME)[3] = kt_pte(4096, KT_RW);
+	T_EQ(kt_op(&vm, OP(PIN_L2), T_FRAME), R(RANGE));
 	kt_frame(&vm, T_FRAME)[3] = kt_pte(KT_UL2_GFN, KT_RW);
 	T_EQ(kt_op(&vm, OP(PIN_L2), T_FRAME), R(TYPE));
 	T_EQ(kt_query(&vm, T_FRAME), 0);

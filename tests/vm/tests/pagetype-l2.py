@@ -73,7 +73,7 @@ def test():
           "the PTE page is not a pinned L1:\n" + log)
     check("pin_l1 again: result 5" in log and "unpin: result 0" in log,
           "duplicate pin or unpin:\n" + log)
-    check("reset: query result 0 word 0, doorbell done 0xdead" in log,
+    check("reset: query result 0 word 0x0, doorbell done 0xdead" in log,
           "RESET left a table or the doorbell:\n" + log)
     ops = dict(re.findall(r"(\w+)=(\d+)", re.search(r"ops (.*)", log)[1]))
     host = stats(r1.files["after-ops"])
