@@ -24,10 +24,14 @@
 #define PAGETYPE_REG_DONE	0x20	/* RO: ops the last batch ran */
 #define PAGETYPE_REG_DB_LO	0x24	/* RW: gpa of the doorbell page */
 #define PAGETYPE_REG_DB_HI	0x28	/* RW: writing it sets the page */
+#define PAGETYPE_REG_RESET	0x2c	/* WO: PAGETYPE_RESET_KEY: device reset */
 #define PAGETYPE_BAR0_SIZE	0x100
 
 #define PAGETYPE_MAGIC		0x50475459	/* "PGTY" */
 /* PAGETYPE_REG_FEATURES */
 #define PAGETYPE_F_DOORBELL	(1U << 0)	/* the doorbell page fast path */
+#define PAGETYPE_F_RESET	(1U << 1)	/* PAGETYPE_REG_RESET */
+/* What RESET takes: a stray store of 0 or 1 resets nothing. */
+#define PAGETYPE_RESET_KEY	0x52534554	/* "RSET" */
 
 #endif /* PAGETYPE_REGS_H */

@@ -38,6 +38,11 @@ static void kpt_stats_show(struct seq_file *m,
 		   s->dma_maps, s->dma_unmaps, s->dma_flushes);
 	seq_printf(m, "dma_pinned %llu\ndma_devices %llu\n", s->dma_pinned,
 		   s->dma_devices);
+	for (i = 0; i < 4; i++)
+		seq_printf(m, "tables_l%d %llu\n", i + 1, s->tables[i]);
+	seq_printf(m, "ref_validations %llu\ndevalidations %llu\n",
+		   s->ref_validations, s->devalidations);
+	seq_printf(m, "frames %llu\ngrown %llu\n", s->frames, s->grown);
 }
 
 static int kpt_vm_debugfs_show(struct seq_file *m, void *unused)

@@ -33,8 +33,12 @@
 #include "kpt.h"
 #include "kpt_compat.h"
 
-/* The most guest memory a VM may have to be attached: 1 TiB. */
-#define KPT_MAX_FRAMES		BIT_ULL(28)
+/*
+ * The most guest memory the words cover: 512 GiB.  The largest array, a
+ * shadow pointer per frame, then stays below the INT_MAX bytes kvmalloc
+ * takes without a WARN (a panic on a panic_on_warn host).
+ */
+#define KPT_MAX_FRAMES		BIT_ULL(27)
 
 /* One open /dev/kvm-pagetype: at most one VM. */
 struct kpt_file {
@@ -139,9 +143,9 @@ long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa, u32 count)
 	if (READ_ONCE(vm->killed))
 		return -EIO;
 	len = (size_t)count * sizeof(*ops);
+	/* Outside guest RAM, kpt_read fails. */
 	if (!count || count > KVM_PAGETYPE_MAX_BATCH ||
-	    gpa % sizeof(*ops) || offset_in_page(gpa) + len > PAGE_SIZE ||
-	    (gpa >> PAGE_SHIFT) >= vm->engine.nr_frames)
+	    gpa % sizeof(*ops) || offset_in_page(gpa) + len > PAGE_SIZE)
 		goto malformed;
 
 	ops = kmalloc(len, GFP_KERNEL_ACCOUNT);
@@ -242,6 +246,14 @@ static u64 kpt_guest_frames(struct kvm *kvm)
 	return end;
 }
 
+/* The engine grows to memslots added after the attach, within the bound. */
+static u64 kpt_frames(void *priv)
+{
+	struct kpt_vm *vm = priv;
+
+	return min_t(u64, kpt_guest_frames(vm->kvm), KPT_MAX_FRAMES);
+}
+
 static void kpt_detach(struct kpt_vm *vm)
 {
 	struct kvm_pagetype_stats s;
@@ -253,6 +265,8 @@ static void kpt_detach(struct kpt_vm *vm)
 	kpt_vm_stats(vm, &s);
 	/* Its events stay in the totals; what it holds now goes with it. */
 	memset(s.pinned, 0, sizeof(s.pinned));
+	memset(s.tables, 0, sizeof(s.tables));
+	s.frames = 0;
 	s.semi = 0;
 	s.vms = 0;
 	s.dma_pinned = 0;
@@ -317,6 +331,7 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	vm->env.track = kpt_track;
 	vm->env.dma = kpt_dma_hook;
 	vm->env.dma_sync = kpt_dma_sync;
+	vm->env.frames = kpt_frames;
 	vm->env.priv = vm;
 	ret = pt_engine_init(&vm->engine, a.nr_frames, a.flags, &vm->env);
 	if (ret)
@@ -380,12 +395,16 @@ static long kpt_set_doorbell(struct kpt_vm *vm, void __user *argp)
 	return -EFAULT;
 }
 
-/* GET_STATS as ABI 1 first had it: the counters before dma_maps. */
+/*
+ * GET_STATS as ABI 1 had it: first the counters before dma_maps, then
+ * those before tables.  The number encodes the size.
+ */
+#define KPT_GET_STATS_SIZED(size)					\
+	_IOC(_IOC_READ | _IOC_WRITE, KVM_PAGETYPE_IOC_MAGIC, 0x03, size)
 #define KPT_GET_STATS_V1_SIZE						\
 	offsetof(struct kvm_pagetype_get_stats, stats.dma_maps)
-#define KPT_GET_STATS_V1						\
-	_IOC(_IOC_READ | _IOC_WRITE, KVM_PAGETYPE_IOC_MAGIC, 0x03,	\
-	     KPT_GET_STATS_V1_SIZE)
+#define KPT_GET_STATS_V1_DMA_SIZE					\
+	offsetof(struct kvm_pagetype_get_stats, stats.tables)
 
 static long kpt_get_stats(struct kpt_vm *vm, void __user *argp, size_t size)
 {
@@ -439,9 +458,12 @@ static long kpt_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case KVM_PAGETYPE_GET_STATS:
 		return kpt_get_stats(kpt_file_vm(kf), argp,
 				     sizeof(struct kvm_pagetype_get_stats));
-	case KPT_GET_STATS_V1:
+	case KPT_GET_STATS_SIZED(KPT_GET_STATS_V1_SIZE):
 		return kpt_get_stats(kpt_file_vm(kf), argp,
 				     KPT_GET_STATS_V1_SIZE);
+	case KPT_GET_STATS_SIZED(KPT_GET_STATS_V1_DMA_SIZE):
+		return kpt_get_stats(kpt_file_vm(kf), argp,
+				     KPT_GET_STATS_V1_DMA_SIZE);
 	case KVM_PAGETYPE_RUN_BATCH:
 		vm_ioctl = kpt_run_batch;
 		break;

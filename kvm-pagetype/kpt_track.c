@@ -71,9 +71,34 @@ void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 			kpt_doorbell(vm, vcpu, gpa, new, bytes);
 		return;
 	}
-	rule = pt_engine_write(&vm->engine, gpa, new, bytes);
+	rule = pt_engine_write(&vm->engine, gpa);
 	if (rule)
 		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
+}
+
+/*
+ * Whether valid slots of guest RAM (address space 0) still cover the n
+ * frames from gfn.  A slot of SMM's address space, which aliases RAM,
+ * goes without taking anything of ours; a RAM slot being deleted or moved
+ * is already marked invalid when the notifier runs.
+ */
+static bool kpt_still_ram(struct kvm *kvm, u64 gfn, u64 n)
+{
+	struct kvm_memory_slot *slot;
+	u64 covered = 0, lo, hi;
+	int idx, bkt;
+
+	idx = srcu_read_lock(&kvm->srcu);
+	kvm_for_each_memslot(slot, bkt, kvm_memslots(kvm)) {
+		if (slot->flags & KVM_MEMSLOT_INVALID)
+			continue;
+		lo = max_t(u64, gfn, slot->base_gfn);
+		hi = min_t(u64, gfn + n, slot->base_gfn + slot->npages);
+		if (lo < hi)
+			covered += hi - lo;
+	}
+	srcu_read_unlock(&kvm->srcu, idx);
+	return covered == n;
 }
 
 /*
@@ -87,6 +112,8 @@ void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
 {
 	struct kpt_vm *vm = container_of(node, struct kpt_vm, notifier);
 
+	if (kpt_still_ram(vm->kvm, gfn, npages))
+		return;
 	if (pt_engine_forget_doorbell(&vm->engine, gfn, npages))
 		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
 	if (pt_engine_has_table(&vm->engine, gfn, npages))

@@ -3,13 +3,18 @@
  * The page-type rule engine (see pt_rules.h and docs/pagetype.md).
  *
  * Every guest frame has a type word.  A frame starts writable with type
- * count 0.  Pinning makes it a level-n table: only at type count 0, and
- * only once each of its present entries is valid, each taking a reference
- * on what it points at.  Unpinning (only once nothing else references the
- * table) and removing an entry drop those references.  Xen lets a
- * referenced table be unpinned and devalidates it when its last reference
- * goes, which can cascade through a whole tree; refusing that unpin
- * instead keeps every op and every trapped write to one table's work.
+ * count 0.  It becomes a level-n table by reference, as in Xen's
+ * get_page_type(): when a pin, or an entry of a validated table, needs it
+ * as level n while it is writable with count 0, its 512 entries are
+ * validated, each taking a reference on what it points at, and it takes
+ * that reference.  Pinning is one more reference (MMUEXT_PIN); removing
+ * an entry or unpinning drops one, and the last one devalidates the table:
+ * its entries' references go (which can cascade down the tree), tracking
+ * stops, and the frame is writable again.
+ *
+ * Validation recurses at most three levels down, and one op or trapped
+ * write validates at most KVM_PAGETYPE_VALIDATE_MAX tables (validate_left);
+ * a devalidation undoes what validations did before it, no more.
  */
 #include "pt_rules.h"
 
@@ -32,14 +37,12 @@ static u32 word_make(u32 type, u32 flags, u32 count)
 	return (type << KVM_PAGETYPE_TYPE_SHIFT) | flags | count;
 }
 
-/* Take a type reference on a frame of the given type. */
-static u16 type_get(struct pt_engine *e, u64 gfn, u32 type)
+/* A writable reference: the frame is mapped writable by a table. */
+static u16 writable_get(struct pt_engine *e, u64 gfn)
 {
 	u32 w = e->word[gfn];
 
-	if (pt_type(w) != type)
-		return KVM_PAGETYPE_R_TYPE;
-	if (type != KVM_PAGETYPE_WRITABLE && !(w & KVM_PAGETYPE_F_VALIDATED))
+	if (pt_type(w) != KVM_PAGETYPE_WRITABLE)
 		return KVM_PAGETYPE_R_TYPE;
 	if (pt_count(w) == KVM_PAGETYPE_COUNT_MASK)
 		return KVM_PAGETYPE_R_OVERFLOW;
@@ -47,12 +50,16 @@ static u16 type_get(struct pt_engine *e, u64 gfn, u32 type)
 	return KVM_PAGETYPE_R_OK;
 }
 
-static void type_put(struct pt_engine *e, u64 gfn)
+static void writable_put(struct pt_engine *e, u64 gfn)
 {
-	/* Only references type_get took come back here: never below 0. */
+	/* Only references writable_get took come back here: never below 0. */
 	if (pt_count(e->word[gfn]))
 		e->word[gfn]--;
 }
+
+static u16 table_get(struct pt_engine *e, u64 gfn, int level, bool pin);
+static void table_put(struct pt_engine *e, u64 gfn);
+static bool engine_covers(struct pt_engine *e, u64 gfn);
 
 /* A superpage leaf: the shift of its span in frames, or 0 if misaligned. */
 static unsigned int superpage_shift(int level, u64 entry)
@@ -82,11 +89,12 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 		return KVM_PAGETYPE_R_BADENTRY;
 
 	if (level == 1) {
-		if (gfn >= e->nr_frames)
-			return KVM_PAGETYPE_R_RANGE;
+		/* Not guest RAM: the guest's own I/O space (docs/pagetype.md). */
+		if (!engine_covers(e, gfn))
+			return KVM_PAGETYPE_R_OK;
 		if (!(entry & PT_RW))
 			return KVM_PAGETYPE_R_OK;
-		return type_get(e, gfn, KVM_PAGETYPE_WRITABLE);
+		return writable_get(e, gfn);
 	}
 
 	if (entry_is_leaf(level, entry)) {
@@ -94,7 +102,10 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 		if (!shift)
 			return KVM_PAGETYPE_R_BADENTRY;
 		base = gfn >> shift;
-		if ((base + 1) << shift > e->nr_frames)
+		if (!engine_covers(e, base << shift))
+			return KVM_PAGETYPE_R_OK;	/* I/O space, as above */
+		/* Part RAM, part not: no such mapping is legitimate. */
+		if (!engine_covers(e, ((base + 1) << shift) - 1))
 			return KVM_PAGETYPE_R_RANGE;
 		if (!(entry & PT_RW))
 			return KVM_PAGETYPE_R_OK;
@@ -109,13 +120,13 @@ static u16 entry_get(struct pt_engine *e, int level, unsigned int index,
 		return KVM_PAGETYPE_R_OK;
 	}
 
-	if (gfn >= e->nr_frames)
+	if (!engine_covers(e, gfn))
 		return KVM_PAGETYPE_R_RANGE;
 	if (level == 4 && index >= PT_ENTRIES / 2 &&
 	    (e->flags & KVM_PAGETYPE_ATTACH_KERNEL_HALF) &&
 	    pt_type(e->word[gfn]) == KVM_PAGETYPE_WRITABLE)
-		return type_get(e, gfn, KVM_PAGETYPE_WRITABLE);
-	return type_get(e, gfn, level - 1);
+		return writable_get(e, gfn);
+	return table_get(e, gfn, level - 1, false);
 }
 
 /* Drop what entry_get took for an entry it accepted. */
@@ -126,22 +137,27 @@ static void entry_put(struct pt_engine *e, int level, u64 entry)
 
 	if (!(entry & PT_P))
 		return;
+	/* An I/O mapping (beyond the frames covered) took nothing. */
 	if (level == 1) {
-		if (entry & PT_RW)
-			type_put(e, gfn);
+		if ((entry & PT_RW) && gfn < e->nr_frames)
+			writable_put(e, gfn);
 		return;
 	}
 	if (entry_is_leaf(level, entry)) {
-		if (!(entry & PT_RW))
-			return;
 		shift = superpage_shift(level, entry);
+		if (!(entry & PT_RW) || (gfn >> shift) << shift >= e->nr_frames)
+			return;
 		if (shift == SHIFT_2M)
 			e->writable_2m[gfn >> shift]--;
 		else
 			e->writable_1g[gfn >> shift]--;
 		return;
 	}
-	type_put(e, gfn);
+	/* A kernel-half entry holds a writable reference, others a table's. */
+	if (pt_type(e->word[gfn]) == KVM_PAGETYPE_WRITABLE)
+		writable_put(e, gfn);
+	else
+		table_put(e, gfn);
 }
 
 /*
@@ -196,7 +212,12 @@ static void region_tables_add(struct pt_engine *e, u64 gfn, int delta)
 	e->tables_1g[gfn >> SHIFT_1G] += delta;
 }
 
-static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
+/*
+ * Make the writable frame gfn, count 0, a validated level-n table with
+ * count 0: Xen's alloc_lN_table().  Fails taking nothing, leaving nothing
+ * tracked.  The caller takes the first reference.
+ */
+static u16 table_validate(struct pt_engine *e, int level, u64 gfn)
 {
 	u32 w = e->word[gfn];
 	u32 semi = w & KVM_PAGETYPE_SEMI;
@@ -204,18 +225,16 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 	u64 *buf;
 	u16 r;
 
-	if (pt_type(w) == (u32)level && (w & KVM_PAGETYPE_F_PINNED))
-		return KVM_PAGETYPE_R_EXIST;
-	if (pt_type(w) != KVM_PAGETYPE_WRITABLE)
-		return KVM_PAGETYPE_R_TYPE;
-	if (pt_count(w))
-		return KVM_PAGETYPE_R_BUSY;
 	if (e->writable_2m[gfn >> SHIFT_2M] || e->writable_1g[gfn >> SHIFT_1G])
 		return KVM_PAGETYPE_R_BUSY;
-	if (gfn == e->doorbell)
+	/* Tracked already, or written by the host unseen: never a table. */
+	if (gfn == e->doorbell || gfn == e->home)
 		return KVM_PAGETYPE_R_BUSY;
-	if (e->mode == KVM_PAGETYPE_MODE_FINE && !semi)
-		return KVM_PAGETYPE_R_MODE;
+	if (!e->validate_left)
+		return KVM_PAGETYPE_R_LIMIT;
+	e->validate_left--;
+	/* Up to KVM_PAGETYPE_VALIDATE_MAX tables in one go: let others run. */
+	pt_cond_resched();
 
 	buf = pt_page_alloc();
 	if (!buf)
@@ -231,7 +250,7 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 	}
 	/*
 	 * Track first, then read: a write that lands after the read is
-	 * validated by the notifier against what this pin validated.
+	 * validated by the notifier against what was validated here.
 	 */
 	if (e->env->track(e->env->priv, gfn, true)) {
 		r = KVM_PAGETYPE_R_IO;
@@ -242,7 +261,10 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 		goto err_untrack;
 	}
 
-	/* Typed before validation, so the table cannot reference itself. */
+	/*
+	 * Typed, not validated, while its entries are checked: an entry
+	 * that leads back to it (a cycle, itself mapped writable) is refused.
+	 */
 	e->word[gfn] = word_make(level, semi, 0);
 	region_tables_add(e, gfn, 1);
 	for (i = 0; i < PT_ENTRIES; i++) {
@@ -251,10 +273,9 @@ static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
 		if (r)
 			goto err_unwind;
 	}
-	e->word[gfn] = word_make(level, semi | KVM_PAGETYPE_F_PINNED |
-				 KVM_PAGETYPE_F_VALIDATED, 1);
+	e->word[gfn] = word_make(level, semi | KVM_PAGETYPE_F_VALIDATED, 0);
 	e->shadow[gfn] = buf;
-	e->stats.pinned[level - 1]++;
+	e->stats.tables[level - 1]++;
 	return KVM_PAGETYPE_R_OK;
 
 err_unwind:
@@ -272,17 +293,14 @@ err_free:
 	return r;
 }
 
-static u16 op_unpin(struct pt_engine *e, u64 gfn)
+/* The last reference went: Xen's free_lN_table(), then writable again. */
+static void table_devalidate(struct pt_engine *e, u64 gfn)
 {
 	u32 w = e->word[gfn];
 	int level = pt_type(w);
 	u64 *buf = e->shadow[gfn];
 	unsigned int i;
 
-	if (level == KVM_PAGETYPE_WRITABLE || !(w & KVM_PAGETYPE_F_PINNED))
-		return KVM_PAGETYPE_R_NOENT;
-	if (pt_count(w) != 1)
-		return KVM_PAGETYPE_R_BUSY;
 	for (i = 0; i < PT_ENTRIES; i++)
 		entry_put(e, level, buf[i]);
 	e->env->track(e->env->priv, gfn, false);
@@ -291,9 +309,87 @@ static u16 op_unpin(struct pt_engine *e, u64 gfn)
 	region_tables_add(e, gfn, -1);
 	e->word[gfn] = word_make(KVM_PAGETYPE_WRITABLE,
 				 w & KVM_PAGETYPE_SEMI, 0);
-	e->stats.pinned[level - 1]--;
+	e->stats.tables[level - 1]--;
+	e->stats.devalidations++;
 	if (word_dma_ok(e->word[gfn]))
 		dma_set(e, gfn, PT_DMA_GRANT);
+	/* A cascade frees what many earlier ops validated. */
+	pt_cond_resched();
+}
+
+/*
+ * Take a type reference on gfn as a level-n table, validating it first if
+ * it is writable and unreferenced: Xen's get_page_type().  pin: for a pin,
+ * else for an entry.
+ */
+static u16 table_get(struct pt_engine *e, u64 gfn, int level, bool pin)
+{
+	u32 w = e->word[gfn];
+	u16 r;
+
+	if (pt_type(w) == KVM_PAGETYPE_WRITABLE) {
+		/* Mapped writable somewhere: in use as data. */
+		if (pt_count(w))
+			return KVM_PAGETYPE_R_BUSY;
+		r = table_validate(e, level, gfn);
+		if (r)
+			return r;
+		if (!pin)
+			e->stats.ref_validations++;
+		e->word[gfn]++;
+		return KVM_PAGETYPE_R_OK;
+	}
+	if (pt_type(w) != (u32)level || !(w & KVM_PAGETYPE_F_VALIDATED))
+		return KVM_PAGETYPE_R_TYPE;
+	if (pt_count(w) == KVM_PAGETYPE_COUNT_MASK)
+		return KVM_PAGETYPE_R_OVERFLOW;
+	e->word[gfn] = w + 1;
+	return KVM_PAGETYPE_R_OK;
+}
+
+static void table_put(struct pt_engine *e, u64 gfn)
+{
+	u32 w = e->word[gfn];
+
+	if (!pt_count(w))
+		return;		/* only references table_get took come here */
+	e->word[gfn] = --w;
+	if (!pt_count(w))
+		table_devalidate(e, gfn);
+}
+
+static u16 op_pin(struct pt_engine *e, int level, u64 gfn)
+{
+	u32 w = e->word[gfn];
+	u16 r;
+
+	if (w & KVM_PAGETYPE_F_PINNED)
+		return pt_type(w) == (u32)level ? KVM_PAGETYPE_R_EXIST :
+						  KVM_PAGETYPE_R_TYPE;
+	/* Fine-grained mode: a pin never costs an IOTLB flush. */
+	if (e->mode == KVM_PAGETYPE_MODE_FINE &&
+	    pt_type(w) == KVM_PAGETYPE_WRITABLE && !pt_count(w) &&
+	    !(w & KVM_PAGETYPE_SEMI))
+		return KVM_PAGETYPE_R_MODE;
+	r = table_get(e, gfn, level, true);
+	if (r)
+		return r;
+	e->word[gfn] |= KVM_PAGETYPE_F_PINNED;
+	e->stats.pinned[level - 1]++;
+	return KVM_PAGETYPE_R_OK;
+}
+
+/* Drop the pin's reference; out is the type word after. */
+static u16 op_unpin(struct pt_engine *e, u64 gfn, u32 *out)
+{
+	u32 w = e->word[gfn];
+
+	if (!(w & KVM_PAGETYPE_F_PINNED))
+		return KVM_PAGETYPE_R_NOENT;
+	e->word[gfn] = w & ~KVM_PAGETYPE_F_PINNED;
+	e->stats.pinned[pt_type(w) - 1]--;
+	table_put(e, gfn);
+	*out = e->word[gfn];
 	return KVM_PAGETYPE_R_OK;
 }
 
@@ -340,7 +436,7 @@ static u16 op_run(struct pt_engine *e, struct kvm_pagetype_op *op)
 	if (code >= KVM_PAGETYPE_NR_OPS)
 		return KVM_PAGETYPE_R_INVAL;
 	e->stats.ops[code]++;
-	if (op_takes_frame(code) && gfn >= e->nr_frames)
+	if (op_takes_frame(code) && !engine_covers(e, gfn))
 		return KVM_PAGETYPE_R_RANGE;
 
 	switch (code) {
@@ -352,7 +448,7 @@ static u16 op_run(struct pt_engine *e, struct kvm_pagetype_op *op)
 	case KVM_PAGETYPE_OP_PIN_L4:
 		return op_pin(e, code - KVM_PAGETYPE_OP_PIN_L1 + 1, gfn);
 	case KVM_PAGETYPE_OP_UNPIN:
-		return op_unpin(e, gfn);
+		return op_unpin(e, gfn, &op->out);
 	case KVM_PAGETYPE_OP_TO_SEMI:
 		return op_to_semi(e, gfn);
 	case KVM_PAGETYPE_OP_TO_WRITABLE:
@@ -370,18 +466,26 @@ static u16 op_run(struct pt_engine *e, struct kvm_pagetype_op *op)
 	return KVM_PAGETYPE_R_INVAL;
 }
 
+/*
+ * The work an op may start with (a pin validates one table at least), and
+ * what it did: a unit, or 512 per table it validated.
+ */
 static u32 op_cost(const struct kvm_pagetype_op *op)
 {
 	return op->code >= KVM_PAGETYPE_OP_PIN_L1 &&
 	       op->code <= KVM_PAGETYPE_OP_PIN_L4 ? PT_ENTRIES : 1;
 }
 
-static u16 engine_op_locked(struct pt_engine *e, struct kvm_pagetype_op *op)
+static u32 engine_op_locked(struct pt_engine *e, struct kvm_pagetype_op *op)
 {
+	u32 tables;
+
+	e->validate_left = KVM_PAGETYPE_VALIDATE_MAX;
 	op->result = op_run(e, op);
 	if (op->result)
 		e->stats.op_errors++;
-	return op->result;
+	tables = KVM_PAGETYPE_VALIDATE_MAX - e->validate_left;
+	return tables ? tables * PT_ENTRIES : 1;
 }
 
 void pt_engine_lock(struct pt_engine *e)
@@ -400,23 +504,14 @@ u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
 	u32 work = 0, done, i;
 
 	e->stats.batches++;
+	/* The batch's own frame: results land there, it is never a table. */
+	e->home = home;
 	for (done = 0; done < count; done++) {
-		struct kvm_pagetype_op *op = &ops[done];
-
-		if (work + op_cost(op) > KVM_PAGETYPE_WORK_BUDGET)
+		if (work + op_cost(&ops[done]) > KVM_PAGETYPE_WORK_BUDGET)
 			break;
-		work += op_cost(op);
-		if (op_cost(op) > 1 && op->arg == home &&
-		    home < e->nr_frames) {
-			/* The batch's own frame: results land there. */
-			e->stats.ops[op->code]++;
-			op->out = 0;
-			op->result = KVM_PAGETYPE_R_BUSY;
-			e->stats.op_errors++;
-			continue;
-		}
-		engine_op_locked(e, op);
+		work += engine_op_locked(e, &ops[done]);
 	}
+	e->home = PT_NO_HOME;
 	/* No op of the batch is complete before its revokes are synced. */
 	dma_sync(e);
 	if (done < count)
@@ -439,52 +534,47 @@ u32 pt_engine_batch(struct pt_engine *e, struct kvm_pagetype_op *ops,
 	return done;
 }
 
-u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len)
+u16 pt_engine_write(struct pt_engine *e, u64 gpa)
 {
-	u64 gfn = gpa >> 12;
-	unsigned int off = gpa & (PT_PAGE_SIZE - 1);
-	unsigned int i, b, first, last;
-	u64 *shadow, old, new;
+	u64 gfn = gpa >> 12, *shadow, *now = e->scratch, old;
 	u16 r = KVM_PAGETYPE_R_OK;
+	unsigned int i;
 	int level;
 
-	if (len <= 0 || gfn >= e->nr_frames)
-		return KVM_PAGETYPE_R_OK;
-	if (off + len > PT_PAGE_SIZE)
-		len = PT_PAGE_SIZE - off;
-
 	pt_mutex_lock(&e->lock);
-	shadow = e->shadow[gfn];
+	/* Tables lie in the frames covered, which only grow under the lock. */
+	shadow = gfn < e->nr_frames ? e->shadow[gfn] : NULL;
 	if (!shadow)
 		goto out;	/* not a table (any more): not ours */
 	level = pt_type(e->word[gfn]);
 	e->stats.writes++;
-	first = off / 8;
-	last = (off + len - 1) / 8;
-	for (i = first; i <= last; i++) {
+	e->validate_left = KVM_PAGETYPE_VALIDATE_MAX;
+	/*
+	 * What memory holds now, not the bytes of the store that trapped:
+	 * notifiers of two vCPUs' stores may run in either order, and a
+	 * write no notifier saw is caught here at the latest.
+	 */
+	if (e->env->read_table(e->env->priv, gfn, now)) {
+		r = KVM_PAGETYPE_R_IO;
+		e->stats.violations++;
+		goto out;
+	}
+	for (i = 0; i < PT_ENTRIES; i++) {
 		old = shadow[i];
-		new = old;
-		for (b = 0; b < 8; b++) {
-			unsigned int at = i * 8 + b;
-
-			if (at < off || at >= off + len)
-				continue;
-			new &= ~(0xffULL << (8 * b));
-			new |= (u64)bytes[at - off] << (8 * b);
-		}
-		if (!((old | new) & PT_P) || !((old ^ new) & PT_GRANT_MASK)) {
-			shadow[i] = new;
+		if (!((old | now[i]) & PT_P) ||
+		    !((old ^ now[i]) & PT_GRANT_MASK)) {
+			shadow[i] = now[i];
 			continue;
 		}
 		e->stats.write_updates++;
 		e->stats.validations++;
-		r = entry_get(e, level, i, new);
+		r = entry_get(e, level, i, now[i]);
 		if (r) {
 			e->stats.violations++;
 			goto out;
 		}
 		entry_put(e, level, old);
-		shadow[i] = new;
+		shadow[i] = now[i];
 	}
 out:
 	pt_mutex_unlock(&e->lock);
@@ -502,7 +592,8 @@ bool pt_engine_has_table(struct pt_engine *e, u64 gfn, u64 n)
 	u64 end;
 
 	pt_mutex_lock(&e->lock);
-	end = gfn + n < e->nr_frames ? gfn + n : e->nr_frames;
+	end = gfn < e->nr_frames && n < e->nr_frames - gfn ? gfn + n :
+							     e->nr_frames;
 	for (; gfn < end && !ret; gfn++)
 		ret = e->shadow[gfn];
 	pt_mutex_unlock(&e->lock);
@@ -516,30 +607,162 @@ void pt_engine_stats(struct pt_engine *e, struct kvm_pagetype_stats *out)
 	pt_mutex_unlock(&e->lock);
 }
 
-int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
-		   const struct pt_env *env)
+/*
+ * Growing the frames covered.  A leaf beyond them was accepted as an I/O
+ * mapping and holds nothing; once the frames it maps are guest RAM it
+ * must hold what any leaf holds, or its removal would drop a reference
+ * never taken.  So every writable leaf into the new frames takes its
+ * references, in the new arrays, before they replace the old ones; if
+ * one would overflow, the engine keeps its old size (and a frame beyond
+ * it can never be a table, so nothing relies on the new frames yet).
+ */
+struct pt_arrays {
+	u32 *word;
+	u64 **shadow;
+	u32 *tables_2m, *writable_2m, *tables_1g, *writable_1g;
+};
+
+static void arrays_free(struct pt_arrays *a)
+{
+	pt_cfree(a->word);
+	pt_cfree(a->shadow);
+	pt_cfree(a->tables_2m);
+	pt_cfree(a->writable_2m);
+	pt_cfree(a->tables_1g);
+	pt_cfree(a->writable_1g);
+}
+
+static int arrays_alloc(struct pt_arrays *a, u64 nr_frames)
 {
 	u64 n2m = (nr_frames >> SHIFT_2M) + 1, n1g = (nr_frames >> SHIFT_1G) + 1;
 
+	a->word = pt_calloc(nr_frames, sizeof(*a->word));
+	a->shadow = pt_calloc(nr_frames, sizeof(*a->shadow));
+	a->tables_2m = pt_calloc(n2m, sizeof(u32));
+	a->writable_2m = pt_calloc(n2m, sizeof(u32));
+	a->tables_1g = pt_calloc(n1g, sizeof(u32));
+	a->writable_1g = pt_calloc(n1g, sizeof(u32));
+	if (a->word && a->shadow && a->tables_2m && a->writable_2m &&
+	    a->tables_1g && a->writable_1g)
+		return 0;
+	arrays_free(a);
+	return -ENOMEM;
+}
+
+static void engine_swap_arrays(struct pt_engine *e, struct pt_arrays *a)
+{
+	swap(a->word, e->word);
+	swap(a->shadow, e->shadow);
+	swap(a->tables_2m, e->tables_2m);
+	swap(a->writable_2m, e->writable_2m);
+	swap(a->tables_1g, e->tables_1g);
+	swap(a->writable_1g, e->writable_1g);
+}
+
+/* Take, in a, the references of the leaves into frames old .. n - 1. */
+static bool grow_account(struct pt_engine *e, struct pt_arrays *a, u64 old,
+			 u64 n)
+{
+	unsigned int i, shift;
+	u64 gfn, to, first;
+	u32 *region;
+	int level;
+
+	for (gfn = 0; gfn < old; gfn++) {
+		const u64 *t = e->shadow[gfn];
+
+		if (!t)
+			continue;
+		level = pt_type(e->word[gfn]);
+		for (i = 0; i < PT_ENTRIES; i++) {
+			if ((t[i] & (PT_P | PT_RW)) != (PT_P | PT_RW) ||
+			    !entry_is_leaf(level, t[i]))
+				continue;
+			to = entry_gfn(t[i]);
+			if (level == 1) {
+				if (to < old || to >= n)
+					continue;
+				if (pt_count(a->word[to]) == KVM_PAGETYPE_COUNT_MASK)
+					return false;
+				a->word[to]++;
+				continue;
+			}
+			shift = superpage_shift(level, t[i]);
+			first = (to >> shift) << shift;
+			if (first < old || first >= n)
+				continue;
+			region = shift == SHIFT_2M ? a->writable_2m :
+						     a->writable_1g;
+			if (region[to >> shift] == PT_REGION_MAX)
+				return false;
+			region[to >> shift]++;
+		}
+		pt_cond_resched();
+	}
+	return true;
+}
+
+static void engine_grow(struct pt_engine *e)
+{
+	u64 old = e->nr_frames, n;
+	struct pt_arrays a;
+
+	n = e->env->frames(e->env->priv);
+	if (n <= old || arrays_alloc(&a, n))
+		return;
+	memcpy(a.word, e->word, old * sizeof(*a.word));
+	memcpy(a.shadow, e->shadow, old * sizeof(*a.shadow));
+	memcpy(a.tables_2m, e->tables_2m,
+	       ((old >> SHIFT_2M) + 1) * sizeof(u32));
+	memcpy(a.writable_2m, e->writable_2m,
+	       ((old >> SHIFT_2M) + 1) * sizeof(u32));
+	memcpy(a.tables_1g, e->tables_1g,
+	       ((old >> SHIFT_1G) + 1) * sizeof(u32));
+	memcpy(a.writable_1g, e->writable_1g,
+	       ((old >> SHIFT_1G) + 1) * sizeof(u32));
+	if (grow_account(e, &a, old, n)) {
+		engine_swap_arrays(e, &a);
+		e->nr_frames = n;
+		e->stats.frames = n;
+		e->stats.grown++;
+	}
+	arrays_free(&a);
+}
+
+/* Whether gfn is guest RAM the words cover, growing them to it first. */
+static bool engine_covers(struct pt_engine *e, u64 gfn)
+{
+	if (gfn < e->nr_frames)
+		return true;
+	if (e->env->frames)
+		engine_grow(e);
+	return gfn < e->nr_frames;
+}
+
+int pt_engine_init(struct pt_engine *e, u64 nr_frames, u32 flags,
+		   const struct pt_env *env)
+{
+	struct pt_arrays a;
+
 	memset(e, 0, sizeof(*e));
+	e->scratch = pt_page_alloc();
+	if (!e->scratch)
+		return -ENOMEM;
+	if (arrays_alloc(&a, nr_frames)) {
+		pt_page_free(e->scratch);
+		e->scratch = NULL;
+		return -ENOMEM;
+	}
 	pt_mutex_init(&e->lock);
+	engine_swap_arrays(e, &a);
 	e->env = env;
 	e->nr_frames = nr_frames;
 	e->flags = flags;
 	e->mode = KVM_PAGETYPE_MODE_COARSE;
 	e->doorbell = PT_NO_HOME;
-	e->word = pt_calloc(nr_frames, sizeof(*e->word));
-	e->shadow = pt_calloc(nr_frames, sizeof(*e->shadow));
-	e->tables_2m = pt_calloc(n2m, sizeof(u32));
-	e->writable_2m = pt_calloc(n2m, sizeof(u32));
-	e->tables_1g = pt_calloc(n1g, sizeof(u32));
-	e->writable_1g = pt_calloc(n1g, sizeof(u32));
-	if (!e->word || !e->shadow || !e->tables_2m || !e->writable_2m ||
-	    !e->tables_1g || !e->writable_1g) {
-		pt_engine_destroy(e);
-		return -ENOMEM;
-	}
+	e->home = PT_NO_HOME;
 	e->stats.vms = 1;
+	e->stats.frames = nr_frames;
 	return 0;
 }
 
@@ -565,7 +788,7 @@ u16 pt_engine_set_doorbell(struct pt_engine *e, u64 gfn)
 	u16 r = KVM_PAGETYPE_R_OK;
 
 	pt_mutex_lock(&e->lock);
-	if (gfn != PT_NO_HOME && gfn >= e->nr_frames) {
+	if (gfn != PT_NO_HOME && !engine_covers(e, gfn)) {
 		r = KVM_PAGETYPE_R_RANGE;
 	} else if (gfn != PT_NO_HOME && e->shadow[gfn]) {
 		r = KVM_PAGETYPE_R_TYPE;
@@ -597,11 +820,11 @@ bool pt_engine_forget_doorbell(struct pt_engine *e, u64 gfn, u64 n)
 
 void pt_engine_reset(struct pt_engine *e)
 {
-	u64 n2m = (e->nr_frames >> SHIFT_2M) + 1;
-	u64 n1g = (e->nr_frames >> SHIFT_1G) + 1;
-	u64 gfn;
+	u64 n2m, n1g, gfn;
 
 	pt_mutex_lock(&e->lock);
+	n2m = (e->nr_frames >> SHIFT_2M) + 1;
+	n1g = (e->nr_frames >> SHIFT_1G) + 1;
 	dma_sync(e);
 	engine_drop_tables(e);
 	/* Writable again, then reachable again. */
@@ -617,6 +840,7 @@ void pt_engine_reset(struct pt_engine *e)
 	memset(e->tables_1g, 0, n1g * sizeof(u32));
 	memset(e->writable_1g, 0, n1g * sizeof(u32));
 	memset(e->stats.pinned, 0, sizeof(e->stats.pinned));
+	memset(e->stats.tables, 0, sizeof(e->stats.tables));
 	e->stats.semi = 0;
 	e->mode = KVM_PAGETYPE_MODE_COARSE;
 	pt_mutex_unlock(&e->lock);
@@ -624,14 +848,14 @@ void pt_engine_reset(struct pt_engine *e)
 
 void pt_engine_destroy(struct pt_engine *e)
 {
-	if (e->shadow)
-		engine_drop_tables(e);
+	struct pt_arrays a = { 0 };
+
+	if (!e->shadow)
+		return;		/* never initialized */
+	engine_drop_tables(e);
 	pt_mutex_destroy(&e->lock);
-	pt_cfree(e->word);
-	pt_cfree(e->shadow);
-	pt_cfree(e->tables_2m);
-	pt_cfree(e->writable_2m);
-	pt_cfree(e->tables_1g);
-	pt_cfree(e->writable_1g);
+	engine_swap_arrays(e, &a);
+	arrays_free(&a);
+	pt_page_free(e->scratch);
 	memset(e, 0, sizeof(*e));
 }

@@ -26,6 +26,7 @@
 #define pt_cfree(p)		kvfree(p)
 #define pt_page_alloc()		kmalloc(PT_PAGE_SIZE, GFP_KERNEL_ACCOUNT)
 #define pt_page_free(p)		kfree(p)
+#define pt_cond_resched()	cond_resched()
 #else
 #include "pt_user.h"		/* tests/unit: the same in user space */
 #endif
@@ -68,6 +69,12 @@ struct pt_env {
 	 * before its sync.
 	 */
 	void (*dma_sync)(void *priv);
+	/*
+	 * Optional: the guest's frame count now (the end of its highest
+	 * memslot, within the caller's bound).  The engine asks when an entry
+	 * or op names a frame beyond the count it covers, and grows to it.
+	 */
+	u64 (*frames)(void *priv);
 };
 
 #define PT_DMA_GRANT		0
@@ -81,9 +88,12 @@ struct pt_engine {
 	u32 flags;		/* KVM_PAGETYPE_ATTACH_* */
 	u32 mode;		/* KVM_PAGETYPE_MODE_* */
 	u64 doorbell;		/* the fast path's tracked frame, or PT_NO_HOME */
+	u64 home;		/* the running batch's frame, or PT_NO_HOME */
+	u32 validate_left;	/* tables the current op or write may validate */
 	bool dma_pending;	/* lazy revokes not synced yet */
 	u32 *word;		/* the type word, per frame */
-	u64 **shadow;		/* per pinned table: its validated entries */
+	u64 **shadow;		/* per table: its validated entries */
+	u64 *scratch;		/* a table as memory holds it (writes) */
 	/* Per 2 MiB and 1 GiB region: tables inside, writable PS leaves over. */
 	u32 *tables_2m, *writable_2m;
 	u32 *tables_1g, *writable_1g;
@@ -131,8 +141,8 @@ u32 pt_engine_batch(struct pt_engine *e, struct kvm_pagetype_op *ops,
 
 /*
  * The same under the caller's pt_engine_lock(), for a batch read from
- * guest frame home: a pin of home is refused (R_BUSY), so the results can
- * be written back there before the lock is dropped.
+ * guest frame home: home never becomes a table (R_BUSY), so the results
+ * can be written back there before the lock is dropped.
  */
 #define PT_NO_HOME	(~0ULL)
 void pt_engine_lock(struct pt_engine *e);
@@ -141,13 +151,14 @@ u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
 			   struct kvm_pagetype_op *ops, u32 count);
 
 /*
- * A guest write of len bytes at gpa has landed; bytes are the new ones.
- * Validates it like an mmu_update against the table's shadow.  Returns 0,
- * or the R_* code of the rule it broke (the caller kills the VM).
+ * A guest write at gpa has landed.  If its frame is a table, every entry
+ * whose grant differs between memory now and the table's shadow is
+ * validated like an mmu_update.  Returns 0, or the R_* code of the rule
+ * broken (R_IO: the table could not be read); the caller kills the VM.
  */
-u16 pt_engine_write(struct pt_engine *e, u64 gpa, const u8 *bytes, int len);
+u16 pt_engine_write(struct pt_engine *e, u64 gpa);
 
-/* Whether the frame is a table (pinned, write tracked); under the lock. */
+/* Whether the frame is a table (validated, write tracked); under the lock. */
 bool pt_engine_is_table_locked(struct pt_engine *e, u64 gfn);
 
 /* Whether any of the n frames from gfn is a table. */

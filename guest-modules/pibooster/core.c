@@ -84,6 +84,16 @@ void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg)
 	op->arg = arg;
 }
 
+/*
+ * Whether an UNPIN that succeeded left the frame writable.  The host drops
+ * only the pin's reference: a table that another table's entry still
+ * points at stays a table, and its frame must never be reused.
+ */
+bool pib_unpin_freed(const struct kvm_pagetype_op *op)
+{
+	return !op->result && !(op->out & KVM_PAGETYPE_TYPE_MASK);
+}
+
 static void pib_count_op(const struct kvm_pagetype_op *op)
 {
 	if (op->result) {
@@ -203,12 +213,17 @@ static void pib_drain(void)
 	/*
 	 * The cache is off: every frame leaves writable.  A table the kernel
 	 * still uses has no free list to ride on (its struct page is the
-	 * kernel's): batch it by frame.  An L1 table or a root carries our
-	 * reference, which goes with it.  An L2..L4 table does not, and the stock
-	 * functions, back in place, may free it at any moment: convert the
-	 * frame and leave the page alone.  Top level first: a table that a
-	 * pinned table's entry references is busy at the host until that
-	 * table is unpinned (tables are pinned bottom up, unpinned top down).
+	 * kernel's): batch it by frame.  An L1 table, a root, and a table
+	 * the kernel let go of whose unpin failed (kept, PIB_S_PENDING: the
+	 * reference the hook took is still ours) carry our reference, which
+	 * goes with the frame once its unpin succeeds (pib_holds_ref()).  A
+	 * live L2..L4 table does not, and the stock functions, back in place,
+	 * may free it at any moment: convert the frame and leave the page
+	 * alone.  Top level first: a table that a pinned table's entry
+	 * references is busy at the host until that table is unpinned
+	 * (tables are pinned bottom up, unpinned top down).  A frame whose
+	 * unpin fails here too stays a table at the host and is never given
+	 * back.
 	 */
 	b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
 	for (level = PIB_LEVELS; level >= 1; level--) {
@@ -216,6 +231,7 @@ static void pib_drain(void)
 			for (pfn = 0; pfn < pib_nr_frames; pfn++) {
 				u8 s = READ_ONCE(pib_state[pfn]);
 
+				pib_walk_resched(pfn);
 				if (!(s & PIB_S_TABLE) ||
 				    (s & PIB_S_LEVEL) != level ||
 				    pib_holds_ref(s) != held)

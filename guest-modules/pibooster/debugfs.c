@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /sys/kernel/debug/pibooster: the frames the module holds (frames), the
- * time per level of the hooks' allocations and frees (latency), and a
- * microbenchmark of the module's own paths (bench).
+ * time per level of the hooks' allocations and frees (latency), a
+ * microbenchmark of the module's own paths (bench), and a fault injector
+ * for tests (test_corrupt_link).
  */
 #include <linux/debugfs.h>
 #include <linux/fs.h>
@@ -13,6 +14,7 @@
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 #include <asm/pgalloc.h>
 
 #include "pibooster.h"
@@ -31,6 +33,7 @@ static int pib_frames_show(struct seq_file *m, void *unused)
 		u8 s = READ_ONCE(pib_state[pfn]);
 		const char *what;
 
+		pib_walk_resched(pfn);
 		if (!s)
 			continue;
 		if (s & PIB_S_CACHED)
@@ -170,6 +173,36 @@ static const struct file_operations pib_bench_fops = {
 	.release = single_release,
 };
 
+/*
+ * debugfs pibooster/test_corrupt_link, for tests only: writing "LEVEL
+ * LINK" stores LINK (a frame number plus one, or anything) as the link
+ * word of that level's first cached frame, as a stray write to a
+ * semi-writable frame would; the next pop finds it (stats/bad_links).
+ */
+static ssize_t pib_corrupt_write(struct file *file, const char __user *ubuf,
+				 size_t len, loff_t *ppos)
+{
+	char buf[48];
+	int level, ret;
+	long link;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = 0;
+	if (sscanf(buf, "%d %li", &level, &link) != 2)
+		return -EINVAL;
+	ret = pib_cache_corrupt_link(level, link);
+	return ret ? ret : len;
+}
+
+static const struct file_operations pib_corrupt_fops = {
+	.owner = THIS_MODULE,
+	.write = pib_corrupt_write,
+	.llseek = noop_llseek,
+};
+
 static struct dentry *pib_debugfs;
 
 void pib_debugfs_init(void)
@@ -181,6 +214,8 @@ void pib_debugfs_init(void)
 			    &pib_latency_fops);
 	debugfs_create_file("bench", 0600, pib_debugfs, NULL,
 			    &pib_bench_fops);
+	debugfs_create_file("test_corrupt_link", 0200, pib_debugfs, NULL,
+			    &pib_corrupt_fops);
 }
 
 void pib_debugfs_exit(void)

@@ -178,9 +178,16 @@ static void pib_post_patch(struct klp_object *obj)
 		atomic_long_read(&pib_stats[PIB_EARLY]));
 }
 
+/* The module is being disabled: hand tables out unpinned from now on. */
+static void pib_pre_unpatch(struct klp_object *obj)
+{
+	pib_tables_unpatching();
+}
+
 static struct klp_object pib_objs[] = {
 	{ .funcs = pib_funcs,		/* vmlinux */
-	  .callbacks = { .post_patch = pib_post_patch } },
+	  .callbacks = { .post_patch = pib_post_patch,
+			 .pre_unpatch = pib_pre_unpatch } },
 	{ }
 };
 

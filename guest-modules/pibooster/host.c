@@ -24,7 +24,7 @@ struct pib_host {
 	struct mutex lock;		/* batch, doorbell, dead */
 	struct kvm_pagetype_op *batch;	/* one page */
 	u64 *doorbell;			/* one page, or NULL: the registers */
-	bool dead;			/* the device went away */
+	bool dead;			/* the device or the kernel is going */
 };
 
 static struct pib_host *pib_host;
@@ -191,6 +191,26 @@ static void pib_remove(struct pci_dev *pdev)
 	mutex_unlock(&h->lock);
 }
 
+/*
+ * The kernel is going (reboot, poweroff, kexec): whatever runs next must
+ * find no table of ours at the host and no doorbell.  A reboot resets the
+ * device anyway; kexec does not, so ask for the reset now.  From here no
+ * batch reaches the host: a table allocated meanwhile goes out unpinned,
+ * under parents the host has forgotten.
+ */
+static void pib_shutdown(struct pci_dev *pdev)
+{
+	struct pib_host *h = pci_get_drvdata(pdev);
+
+	mutex_lock(&h->lock);
+	h->dead = true;
+	if (readl(h->regs + PAGETYPE_REG_FEATURES) & PAGETYPE_F_RESET)
+		writel(PAGETYPE_RESET_KEY, h->regs + PAGETYPE_REG_RESET);
+	else
+		dev_warn(&pdev->dev, "the host cannot reset: a kexec'd kernel would meet our tables\n");
+	mutex_unlock(&h->lock);
+}
+
 static const struct pci_device_id pib_ids[] = {
 	{ PCI_DEVICE(PAGETYPE_PCI_VENDOR_ID, PAGETYPE_PCI_DEVICE_ID) },
 	{ }
@@ -202,6 +222,7 @@ static struct pci_driver pib_pci_driver = {
 	.id_table = pib_ids,
 	.probe = pib_probe,
 	.remove = pib_remove,
+	.shutdown = pib_shutdown,
 	.driver.suppress_bind_attrs = true,
 };
 

@@ -19,6 +19,7 @@
 
 #include <linux/atomic.h>
 #include <linux/mm_types.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/srcu.h>
 #include <linux/types.h>
@@ -47,7 +48,30 @@ struct pib_level {
 	atomic_long_t tables;	/* live tables we pinned at this level */
 	unsigned long limit;	/* by number; ULONG_MAX: none */
 	unsigned int ratio;	/* or percent of tables; 0: by number */
+	/*
+	 * The list was cut at a bad link or a poisoned frame: the frames
+	 * past it are still PIB_S_CACHED but on no list.  No push until
+	 * pib_cache_recover() has given them back.
+	 */
+	bool dropped;
 };
+
+/*
+ * Walks of pib_state[] (the sweep, the drain, the recovery of dropped
+ * frames, debugfs frames) call cond_resched() every PIB_WALK_STRIDE
+ * frames: one page of states, 16 MiB of guest memory.  Even when every
+ * frame in it is a table whose page count is read (a cache miss each),
+ * that is well under a millisecond between two reschedule points, and it
+ * costs one test per 4 KiB scanned; a 512 GiB guest has 2^27 frames,
+ * tens of milliseconds to walk.
+ */
+#define PIB_WALK_STRIDE		4096
+
+static inline void pib_walk_resched(unsigned long pfn)
+{
+	if (!(pfn % PIB_WALK_STRIDE))
+		cond_resched();
+}
 
 /* The module's counters, one file each in stats/. */
 enum pib_stat {
@@ -69,6 +93,10 @@ enum pib_stat {
 	PIB_ROOTS,
 	PIB_ROOTS_FREED,
 	PIB_EARLY,
+	PIB_HELD,
+	PIB_POISONED,
+	PIB_BAD_LINKS,
+	PIB_DROPPED,
 	PIB_NR_STATS
 };
 
@@ -132,6 +160,7 @@ extern unsigned long pib_nr_frames;
 extern struct mm_struct *pib_init_mm;
 extern atomic_long_t pib_stats[PIB_NR_STATS];
 void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg);
+bool pib_unpin_freed(const struct kvm_pagetype_op *op);
 void pib_run_locked(struct kvm_pagetype_op *ops, u32 count);
 void pib_run(struct kvm_pagetype_op *ops, u32 count);
 void __pib_run(struct kvm_pagetype_op *ops, u32 count);
@@ -152,6 +181,8 @@ unsigned long pib_cached_total(void);
 int pib_set_cache(bool on);
 void pib_cache_shrink(unsigned long val, bool percent);
 void pib_cache_set_threshold(unsigned long val, bool percent);
+void pib_cache_recover(void);
+int pib_cache_corrupt_link(int level, unsigned long link);
 int pib_cache_init(void);
 void pib_cache_exit(void);
 
@@ -170,6 +201,7 @@ void __pib_table_abandon(struct page *page, int level, struct pib_batch *b);
 void pib_table_abandon(struct page *page, int level);
 void pib_table_freeing(struct page *page);
 void pib_tables_patched(void);
+void pib_tables_unpatching(void);
 void pib_reaper_start(void);
 void pib_reaper_stop(void);
 bool pib_release_pending(void);

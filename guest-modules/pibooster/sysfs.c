@@ -31,6 +31,10 @@ static const char * const pib_stat_names[PIB_NR_STATS] = {
 	[PIB_ROOTS] = "roots",
 	[PIB_ROOTS_FREED] = "roots_freed",
 	[PIB_EARLY] = "early",
+	[PIB_HELD] = "held",
+	[PIB_POISONED] = "poisoned",
+	[PIB_BAD_LINKS] = "bad_links",
+	[PIB_DROPPED] = "dropped",
 };
 
 /* "N" or "P%": the number, and whether it is a percentage. */

@@ -39,20 +39,28 @@ static DECLARE_DELAYED_WORK(pib_reaper, pib_reap);
  * as they are tables.  L1 tables are also freed by inline code the hooks
  * never see (pte_free() after a lost race in pmd_install(), THP's
  * deposited tables, khugepaged): the reference keeps such a page from the
- * page allocator until the sweep finds the count at ours.  L2 tables must
- * not carry one (hugetlb decides PMD sharing by page_count()), and no
- * inline path frees an L2..L4 table of a user mm: their hooks take the
- * reference when the kernel frees them.
+ * page allocator until the sweep finds the count at ours.  No inline
+ * path frees an L2..L4 table of a user mm, so their hooks take the
+ * reference when the kernel frees them.  6.1.192 decides hugetlb PMD
+ * sharing by the table's pt_share_count, not by page_count(), but Kbuild
+ * builds this module for every 6.1 sublevel and earlier ones decided it
+ * by page_count() (huge_pmd_unshare()): a reference held on a live L2
+ * table there would make every PMD table look shared.
  */
 static bool pib_lifetime_ref(int level)
 {
 	return level == 1;
 }
 
-/* The same for a frame in state @s: an L1 table or a root (below). */
+/*
+ * The same for a frame in state @s: an L1 table or a root (below), or a
+ * table the kernel has let go of (PIB_S_PENDING: the hook or the sweep
+ * took the reference, or an unpin failed and the frame is kept).
+ */
 bool pib_holds_ref(u8 s)
 {
-	return (s & PIB_S_ROOT) || pib_lifetime_ref(s & PIB_S_LEVEL);
+	return (s & (PIB_S_ROOT | PIB_S_PENDING)) ||
+	       pib_lifetime_ref(s & PIB_S_LEVEL);
 }
 
 /*
@@ -79,15 +87,20 @@ void pib_forget_stale(struct page *page)
 		atomic_long_dec(&pib_levels[(s & PIB_S_LEVEL) - 1].tables);
 	atomic_long_inc(&pib_stats[PIB_STALE]);
 	WRITE_ONCE(pib_state[pfn], 0);
+	/* The allocator has it: we can only say so (docs/pibooster.md). */
+	if (!ops[0].result && !pib_unpin_freed(&ops[0]))
+		pr_warn_ratelimited("frame %#lx freed while still a table\n",
+				    pfn);
 }
 
 /*
  * Unpin the batch's n table frames, then cache them or give them to the
  * page allocator: one batch for the unpins, one for the conversions of
  * the frames the cache does not keep.  A frame the backend refuses to
- * unpin stays ours for good, never reused.  With borrowed, the pages are
- * not ours to cache or put (tables the kernel may be freeing right now):
- * only the frames are converted.
+ * unpin, or that stays a table after it (another table's entry still
+ * points at it: stats/held), stays ours for good, never reused.  With
+ * borrowed, the pages are not ours to cache or put (tables the kernel may
+ * be freeing right now): only the frames are converted.
  */
 void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 {
@@ -105,11 +118,25 @@ void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 		int level = s & PIB_S_LEVEL;
 
 		page = b->pages[i];
-		if (b->ops[i].result)
+		if (b->ops[i].result) {
+			/*
+			 * Still a table: kept, with the page reference that
+			 * came with it, which the drain drops if its unpin
+			 * succeeds then.
+			 */
+			if (!borrowed)
+				WRITE_ONCE(pib_state[page_to_pfn(page)],
+					   s | PIB_S_PENDING);
 			continue;
+		}
 		atomic_long_dec(&pib_levels[level - 1].tables);
 		WRITE_ONCE(pib_state[page_to_pfn(page)],
 			   s & ~(PIB_S_TABLE | PIB_S_PENDING | PIB_S_ROOT));
+		if (!pib_unpin_freed(&b->ops[i])) {
+			/* Still linked below another table: ours for good. */
+			atomic_long_inc(&pib_stats[PIB_HELD]);
+			continue;
+		}
 		if (!(s & PIB_S_SEMI)) {
 			if (!borrowed)
 				pib_free_frame(page);
@@ -306,6 +333,18 @@ void pib_tables_patched(void)
 }
 
 /*
+ * The patch is going: tasks leave the hooks one by one, and what they
+ * allocate then is linked under tables we pinned.  Pin nothing more (the
+ * host validates those links by reference; stats/early counts them);
+ * what is pinned is unpinned when the frames come back, or at exit.
+ */
+void pib_tables_unpatching(void)
+{
+	WRITE_ONCE(pib_roots, false);
+	WRITE_ONCE(pib_patched, false);
+}
+
+/*
  * The root.  Under 4-level paging the pgd is an L4 table, but pgd_alloc()
  * and pgd_free() cannot be replaced from a module: they fill and empty
  * pgd_list under pgd_lock, neither exported.  So a root is pinned just
@@ -438,6 +477,7 @@ static void pib_sweep(struct list_head *ready)
 		u8 s = READ_ONCE(pib_state[pfn]);
 		struct page *page;
 
+		pib_walk_resched(pfn);
 		if ((s & (PIB_S_TABLE | PIB_S_PENDING)) != PIB_S_TABLE ||
 		    !pib_holds_ref(s))
 			continue;
@@ -493,6 +533,7 @@ static void pib_reap(struct work_struct *work)
 	pib_collect(&ready);
 	if (time_after_eq(jiffies, pib_next_sweep)) {
 		pib_sweep(&ready);
+		pib_cache_recover();
 		pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
 	}
 	pib_release_tables(&ready);

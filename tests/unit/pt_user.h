@@ -34,5 +34,8 @@ struct pt_mutex {
 #define pt_cfree(p)		free(p)
 #define pt_page_alloc()		malloc(4096)
 #define pt_page_free(p)		free(p)
+#define pt_cond_resched()	do { } while (0)
+#define swap(a, b) \
+	do { __typeof__(a) __tmp = (a); (a) = (b); (b) = __tmp; } while (0)
 
 #endif /* TESTS_UNIT_PT_USER_H */

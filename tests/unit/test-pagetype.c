@@ -29,7 +29,8 @@ struct call {
  * (dma_off) where the engine revoked it.
  */
 struct fake {
-	u64 nr;
+	u64 nr;			/* frames the fake holds: twice the engine's */
+	u64 frames;		/* the guest's frame count now (memslots) */
 	u64 **page;
 	int *tracked;
 	int *dma_off;
@@ -56,10 +57,11 @@ static int fake_read(void *priv, u64 gfn, u64 *entries)
 		 (unsigned long long)gfn);
 	if (f->fail_read)
 		return -EIO;
-	if (f->page[gfn])
-		memcpy(entries, f->page[gfn], PT_PAGE_SIZE);
-	else
-		memset(entries, 0, PT_PAGE_SIZE);
+	/* Entry by entry, as a vCPU's 8-byte stores land (test_threads). */
+	for (int i = 0; i < PT_ENTRIES; i++)
+		entries[i] = f->page[gfn] ?
+			     __atomic_load_n(&f->page[gfn][i], __ATOMIC_RELAXED) :
+			     0;
 	return 0;
 }
 
@@ -102,17 +104,25 @@ static void fake_dma_sync(void *priv)
 	f->dma_pending = 0;
 }
 
+static u64 fake_frames(void *priv)
+{
+	struct fake *f = priv;
+
+	return f->frames;
+}
+
 static struct fake fk;
 static struct pt_env env = { fake_read, fake_track, &fk, fake_dma,
-			     fake_dma_sync };
+			     fake_dma_sync, fake_frames };
 static struct pt_engine eng;
 
 static void setup(u64 nr, u32 flags)
 {
-	fk.nr = nr;
-	fk.page = calloc(nr, sizeof(*fk.page));
-	fk.tracked = calloc(nr, sizeof(*fk.tracked));
-	fk.dma_off = calloc(nr, sizeof(*fk.dma_off));
+	fk.nr = 2 * nr;
+	fk.frames = nr;
+	fk.page = calloc(fk.nr, sizeof(*fk.page));
+	fk.tracked = calloc(fk.nr, sizeof(*fk.tracked));
+	fk.dma_off = calloc(fk.nr, sizeof(*fk.dma_off));
 	fk.fail_track = fk.fail_read = fk.fail_dma = 0;
 	fk.dma_pending = 0;
 	fk.ncalls = 0;
@@ -173,19 +183,41 @@ static u32 query(u64 gfn)
 	return o.out;
 }
 
-static u16 write64(u64 gfn, unsigned int index, u64 val)
+/*
+ * A guest store of len bytes at gpa: into memory first, then the
+ * notifier, as KVM's emulator does.  A store off the page's end is cut.
+ */
+static u16 store(u64 gpa, const void *bytes, unsigned int len)
 {
-	page(gfn)[index] = val;
-	return pt_engine_write(&eng, gfn * PT_PAGE_SIZE + index * 8,
-			       (const u8 *)&val, 8);
+	unsigned int off = gpa % PT_PAGE_SIZE;
+
+	if (off + len > PT_PAGE_SIZE)
+		len = PT_PAGE_SIZE - off;
+	memcpy((u8 *)page(gpa / PT_PAGE_SIZE) + off, bytes, len);
+	return pt_engine_write(&eng, gpa);
 }
 
-/* Recompute every count from the pins and the shadows; compare. */
+static u16 write64(u64 gfn, unsigned int index, u64 val)
+{
+	return store(gfn * PT_PAGE_SIZE + index * 8, &val, 8);
+}
+
+/* An 8-byte store from another thread: the page exists already. */
+static u16 write64_atomic(u64 gfn, unsigned int index, u64 val)
+{
+	__atomic_store_n(&fk.page[gfn][index], val, __ATOMIC_RELAXED);
+	return pt_engine_write(&eng, gfn * PT_PAGE_SIZE + index * 8);
+}
+
+/*
+ * Recompute every count from the pins and the shadows; compare.  A table
+ * is referenced (a count of 0 would have returned it to writable).
+ */
 static void check_invariants(void)
 {
 	u64 n = eng.nr_frames, gfn;
 	u32 *count = calloc(n, sizeof(u32));
-	u64 pinned[4] = { 0 }, semi = 0;
+	u64 pinned[4] = { 0 }, tables[4] = { 0 }, semi = 0;
 
 	for (gfn = 0; gfn < n; gfn++) {
 		u32 w = eng.word[gfn];
@@ -208,13 +240,27 @@ static void check_invariants(void)
 		}
 		T_ASSERT(eng.shadow[gfn] && fk.tracked[gfn] == 1,
 			 "table %llx untracked", (unsigned long long)gfn);
-		pinned[level - 1]++;
-		count[gfn]++;
+		T_ASSERT(w & KVM_PAGETYPE_F_VALIDATED,
+			 "table %llx not validated", (unsigned long long)gfn);
+		T_ASSERT(pt_count(w), "table %llx with no reference",
+			 (unsigned long long)gfn);
+		tables[level - 1]++;
+		if (w & KVM_PAGETYPE_F_PINNED) {
+			pinned[level - 1]++;
+			count[gfn]++;
+		}
 		for (int i = 0; i < PT_ENTRIES; i++) {
 			u64 en = eng.shadow[gfn][i], to = (en & PT_ADDR_MASK) >> 12;
+			u64 mem = fk.page[gfn] ? fk.page[gfn][i] : 0;
 
-			if (!(en & PT_P))
-				continue;
+			T_ASSERT(!((en | mem) & PT_P) ||
+				 !((en ^ mem) & PT_GRANT_MASK),
+				 "table %llx entry %d: %llx validated, %llx in memory",
+				 (unsigned long long)gfn, i,
+				 (unsigned long long)en, (unsigned long long)mem);
+
+			if (!(en & PT_P) || to >= n)
+				continue;	/* I/O mappings hold nothing */
 			if (level == 1 ? (en & PT_RW) :
 			    !((level == 2 || level == 3) && (en & PT_PS)))
 				count[to]++;
@@ -225,8 +271,10 @@ static void check_invariants(void)
 			 "frame %llx count %u, references %u",
 			 (unsigned long long)gfn, pt_count(eng.word[gfn]),
 			 count[gfn]);
-	for (int l = 0; l < 4; l++)
+	for (int l = 0; l < 4; l++) {
 		T_EQ(eng.stats.pinned[l], pinned[l]);
+		T_EQ(eng.stats.tables[l], tables[l]);
+	}
 	T_EQ(eng.stats.semi, semi);
 	free(count);
 }
@@ -284,13 +332,14 @@ static void test_l1_rules(void)
 	page(21)[8] = pte(20, 0);
 	T_EQ(pin(1, 21), KVM_PAGETYPE_R_OK);
 
-	/* Beyond guest memory. */
-	page(22)[0] = pte(1024, 0);
-	T_EQ(pin(1, 22), KVM_PAGETYPE_R_RANGE);
-	page(22)[0] = pte(0xfffffffffULL, PT_RW);
-	T_EQ(pin(1, 22), KVM_PAGETYPE_R_RANGE);
+	/* Beyond guest memory: the guest's I/O space, taking nothing. */
+	page(22)[0] = pte(1024, PT_RW);
+	page(22)[1] = pte(0xfffffffffULL, PT_RW);
+	T_EQ(pin(1, 22), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(22), KVM_PAGETYPE_R_OK);
 	/* Not present: anything goes. */
 	page(22)[0] = 0xfffffffffffffffeULL;
+	page(22)[1] = 0;
 	T_EQ(pin(1, 22), KVM_PAGETYPE_R_OK);
 
 	/* A table mapping itself: writable refused, read-only accepted. */
@@ -317,16 +366,39 @@ static void test_l1_rules(void)
 	teardown();
 }
 
+#define VALID	KVM_PAGETYPE_F_VALIDATED
+#define PINNED	(KVM_PAGETYPE_F_PINNED | KVM_PAGETYPE_F_VALIDATED)
+
+static u32 word(u32 type, u32 flags, u32 count)
+{
+	return (type << KVM_PAGETYPE_TYPE_SHIFT) | flags | count;
+}
+
 static void test_hierarchy(void)
 {
 	setup(1024, 0);
+	page(1)[0] = pte(30, PT_RW);
 	page(2)[0] = pte(1, PT_RW);
 	page(3)[0] = pte(2, PT_RW);
 	page(4)[0] = pte(3, PT_RW);
-	/* Bottom up only: each level must point at a typed level below. */
-	T_EQ(pin(4, 4), KVM_PAGETYPE_R_TYPE);
-	T_EQ(pin(3, 3), KVM_PAGETYPE_R_TYPE);
-	T_EQ(pin(2, 2), KVM_PAGETYPE_R_TYPE);
+	/* Top down: the pin validates the tree below it by reference. */
+	T_EQ(pin(4, 4), KVM_PAGETYPE_R_OK);
+	T_EQ(query(4), word(4, PINNED, 1));
+	T_EQ(query(3), word(3, VALID, 1));
+	T_EQ(query(2), word(2, VALID, 1));
+	T_EQ(query(1), word(1, VALID, 1));
+	T_EQ(query(30), word(W, 0, 1));
+	T_EQ(eng.stats.ref_validations, 3);
+	check_invariants();
+	/* The last reference going devalidates the whole tree. */
+	T_EQ(unpin(4), KVM_PAGETYPE_R_OK);
+	for (u64 f = 1; f <= 4; f++)
+		T_EQ(query(f), 0);
+	T_EQ(query(30), 0);
+	T_EQ(eng.stats.devalidations, 4);
+	check_invariants();
+
+	/* Bottom up as before: each pin is one more reference. */
 	T_EQ(pin(1, 1), KVM_PAGETYPE_R_OK);
 	T_EQ(pin(2, 2), KVM_PAGETYPE_R_OK);
 	T_EQ(pin(3, 3), KVM_PAGETYPE_R_OK);
@@ -334,6 +406,7 @@ static void test_hierarchy(void)
 	T_EQ(pt_count(query(1)), 2);
 	T_EQ(pt_count(query(3)), 2);
 	T_EQ(pt_count(query(4)), 1);
+	T_EQ(eng.stats.ref_validations, 3);
 	check_invariants();
 
 	/* The wrong level below is refused at every level. */
@@ -347,29 +420,42 @@ static void test_hierarchy(void)
 	T_EQ(pin(4, 5), KVM_PAGETYPE_R_BADENTRY);
 	page(5)[0] = pte(5000, 0);
 	T_EQ(pin(2, 5), KVM_PAGETYPE_R_RANGE);
+	/* Data in use (mapped writable) is never typed as a table. */
+	page(5)[0] = pte(30, 0);
+	T_EQ(pin(2, 5), KVM_PAGETYPE_R_BUSY);
+	T_EQ(query(30), word(W, 0, 1));
 	/* Two parents may share a child: two references. */
 	page(5)[0] = pte(1, PT_RW);
 	T_EQ(pin(2, 5), KVM_PAGETYPE_R_OK);
 	T_EQ(pt_count(query(1)), 3);
 	check_invariants();
 
-	/* A referenced table is not unpinned; top down works. */
-	T_EQ(unpin(1), KVM_PAGETYPE_R_BUSY);
-	T_EQ(unpin(3), KVM_PAGETYPE_R_BUSY);
-	T_EQ(unpin(4), KVM_PAGETYPE_R_OK);
-	T_EQ(pt_count(query(3)), 1);
-	T_EQ(unpin(3), KVM_PAGETYPE_R_OK);
-	T_EQ(unpin(2), KVM_PAGETYPE_R_OK);
-	T_EQ(unpin(1), KVM_PAGETYPE_R_BUSY);
-	T_EQ(unpin(5), KVM_PAGETYPE_R_OK);
+	/* Unpin drops the pin only: a referenced table stays a table. */
 	T_EQ(unpin(1), KVM_PAGETYPE_R_OK);
+	T_EQ(query(1), word(1, VALID, 2));
+	T_EQ(unpin(1), KVM_PAGETYPE_R_NOENT);
+	/* ... and may be pinned again at its level, not at another. */
+	T_EQ(pin(2, 1), KVM_PAGETYPE_R_TYPE);
+	T_EQ(pin(1, 1), KVM_PAGETYPE_R_OK);
+	T_EQ(query(1), word(1, PINNED, 3));
+	T_EQ(unpin(1), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(3), KVM_PAGETYPE_R_OK);
+	T_EQ(query(3), word(3, VALID, 1));
+	T_EQ(unpin(4), KVM_PAGETYPE_R_OK);	/* 4, then 3 go */
+	T_EQ(query(3), 0);
+	T_EQ(query(2), word(2, PINNED, 1));
+	T_EQ(unpin(2), KVM_PAGETYPE_R_OK);
+	T_EQ(query(1), word(1, VALID, 1));	/* 5 still holds it */
+	T_EQ(unpin(5), KVM_PAGETYPE_R_OK);
+	T_EQ(query(1), 0);
+	T_EQ(query(30), 0);
 	check_invariants();
 	teardown();
 }
 
 static void test_superpages(void)
 {
-	u64 big = (1ULL << 18) + 4096;	/* a little over 1 GiB */
+	u64 big = (1ULL << 18) + 4096 + 100;	/* a little over 1 GiB */
 
 	setup(big, 0);
 	T_EQ(pin(1, 600), KVM_PAGETYPE_R_OK);	/* a table in 2M region 1 */
@@ -394,6 +480,10 @@ static void test_superpages(void)
 	/* Beyond memory: the last 2M region is partly outside. */
 	page(3)[0] = pte(big & ~511ULL, PT_PS);
 	T_EQ(pin(2, 3), KVM_PAGETYPE_R_RANGE);
+	/* Wholly outside: the guest's I/O space, taking nothing. */
+	page(3)[0] = pte((big + 511) & ~511ULL, PT_PS | PT_RW);
+	T_EQ(pin(2, 3), KVM_PAGETYPE_R_OK);
+	T_EQ(unpin(3), KVM_PAGETYPE_R_OK);
 	check_invariants();
 
 	/* 1G leaves in an L3: region 0 holds tables, region 1 is partial. */
@@ -436,16 +526,22 @@ static void test_kernel_half(void)
 		page(10)[0] = pte(9, PT_RW);
 		page(10)[256] = pte(100, PT_RW);	/* the kernel's L3 */
 		page(10)[511] = pte(101, PT_RW);
-		T_EQ(pin(4, 10), flag ? KVM_PAGETYPE_R_OK :
-		     KVM_PAGETYPE_R_TYPE);
-		if (flag) {
+		T_EQ(pin(4, 10), KVM_PAGETYPE_R_OK);
+		if (!flag) {
+			/* No exception: the kernel's L3s become L3s. */
+			T_EQ(query(100), word(3, VALID, 1));
+			T_EQ(query(101), word(3, VALID, 1));
+			check_invariants();
+			T_EQ(unpin(10), KVM_PAGETYPE_R_OK);
+			T_EQ(query(100), 0);
+		} else {
 			/* A writable reference: 100 cannot become a table. */
 			T_EQ(query(100), 1);
 			T_EQ(pin(3, 100), KVM_PAGETYPE_R_BUSY);
 			T_EQ(pin(1, 100), KVM_PAGETYPE_R_BUSY);
-			/* The user half gets no exception. */
-			page(11)[255] = pte(102, PT_RW);
-			T_EQ(pin(4, 11), KVM_PAGETYPE_R_TYPE);
+			/* The user half gets no exception: 100 is no L3. */
+			page(11)[255] = pte(100, PT_RW);
+			T_EQ(pin(4, 11), KVM_PAGETYPE_R_BUSY);
 			/* A kernel-half entry at another table type: refused. */
 			page(11)[255] = 0;
 			page(11)[300] = pte(8, PT_RW);
@@ -455,8 +551,8 @@ static void test_kernel_half(void)
 			T_EQ(pin(4, 11), KVM_PAGETYPE_R_OK);
 			T_EQ(pt_count(query(9)), 3);
 			/* Only L4s: an L3's upper half has no exception. */
-			page(12)[300] = pte(103, PT_RW);
-			T_EQ(pin(3, 12), KVM_PAGETYPE_R_TYPE);
+			page(12)[300] = pte(100, PT_RW);
+			T_EQ(pin(3, 12), KVM_PAGETYPE_R_BUSY);
 			check_invariants();
 			T_EQ(unpin(11), KVM_PAGETYPE_R_OK);
 			T_EQ(unpin(10), KVM_PAGETYPE_R_OK);
@@ -630,9 +726,11 @@ static void test_writes(void)
 	T_EQ(write64(20, 6, pte(1, PT_RW)), KVM_PAGETYPE_R_TYPE);
 	T_EQ(eng.shadow[20][6], pte(31, PT_RW));
 	T_EQ(eng.stats.violations, 1);
-	T_EQ(write64(20, 7, pte(1024, 0)), KVM_PAGETYPE_R_RANGE);
+	/* The VM is killed then; here memory goes back for the next case. */
 	page(20)[6] = pte(31, PT_RW);
-	page(20)[7] = 0;
+	/* An I/O mapping is none. */
+	T_EQ(write64(20, 7, pte(1024, PT_RW)), 0);
+	T_EQ(write64(20, 7, 0), 0);
 	check_invariants();
 
 	/* Accessed and dirty bits change nothing a reference depends on. */
@@ -643,41 +741,35 @@ static void test_writes(void)
 	{
 		u32 lo = (u32)pte(40, PT_RW), hi = 0;
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9 + 4,
-				     (u8 *)&hi, 4), 0);
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9,
-				     (u8 *)&lo, 4), 0);
+		T_EQ(store(20 * 4096 + 8 * 9 + 4, &hi, 4), 0);
+		T_EQ(store(20 * 4096 + 8 * 9, &lo, 4), 0);
 		T_EQ(pt_count(query(40)), 1);
 		T_EQ(eng.shadow[20][9], pte(40, PT_RW));
 		/* A one-byte write clears RW. */
 		u8 b = (u8)(pte(40, 0) & 0xff);
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 9, &b, 1), 0);
+		T_EQ(store(20 * 4096 + 8 * 9, &b, 1), 0);
 		T_EQ(pt_count(query(40)), 0);
-		page(20)[9] = pte(40, 0);
 	}
 	/* A write spanning two entries validates both. */
 	{
 		u64 two[2] = { pte(41, PT_RW), pte(42, PT_RW) };
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 10, (u8 *)two, 16), 0);
+		T_EQ(store(20 * 4096 + 8 * 10, two, 16), 0);
 		T_EQ(pt_count(query(41)) + pt_count(query(42)), 2);
-		page(20)[10] = two[0];
-		page(20)[11] = two[1];
 	}
 	/* A write running off the page is cut at its end. */
 	{
 		u64 v2[2] = { pte(43, PT_RW), pte(44, PT_RW) };
 
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * 511, (u8 *)v2, 16), 0);
+		T_EQ(store(20 * 4096 + 8 * 511, v2, 16), 0);
 		T_EQ(pt_count(query(43)), 1);
 		T_EQ(pt_count(query(44)), 0);
-		page(20)[511] = v2[0];
 	}
 	/* Writes to frames that are not tables are not counted. */
 	v = eng.stats.writes;
 	T_EQ(write64(30, 0, pte(1, PT_RW)), 0);
-	T_EQ(pt_engine_write(&eng, 1024 * 4096, (u8 *)&v, 8), 0);
+	T_EQ(pt_engine_write(&eng, 1024 * 4096), 0);
 	T_EQ(eng.stats.writes, v);
 	check_invariants();
 
@@ -685,18 +777,33 @@ static void test_writes(void)
 	T_EQ(pin(2, 50), KVM_PAGETYPE_R_OK);
 	T_EQ(write64(50, 0, pte(20, PT_RW)), 0);
 	T_EQ(pt_count(query(20)), 2);
-	T_EQ(unpin(20), KVM_PAGETYPE_R_BUSY);
-	T_EQ(write64(50, 1, pte(30, PT_RW)), KVM_PAGETYPE_R_TYPE);
-	page(50)[1] = 0;
+	/* Unpinned, the L1 lives on under the L2. */
+	T_EQ(unpin(20), KVM_PAGETYPE_R_OK);
+	T_EQ(query(20), word(1, VALID, 1));
+	/* An entry at a frame of no type validates it by reference ... */
+	T_EQ(write64(50, 1, pte(35, PT_RW)), 0);
+	T_EQ(query(35), word(1, VALID, 1));
+	/* ... and refuses it when an entry breaks a rule: 30 maps 1. */
+	T_EQ(write64(50, 4, pte(30, PT_RW)), KVM_PAGETYPE_R_TYPE);
+	T_EQ(query(30), 0);
+	T_EQ(fk.tracked[30], 0);
+	page(50)[4] = 0;
+	/* ... not at data in use: 31 is mapped writable by 20. */
+	T_EQ(write64(50, 3, pte(31, PT_RW)), KVM_PAGETYPE_R_BUSY);
+	T_EQ(eng.shadow[50][3], 0);
+	page(50)[3] = 0;
+	check_invariants();
 	T_EQ(write64(50, 2, pte(512, PT_PS | PT_RW)), 0);
 	T_EQ(pin(1, 600), KVM_PAGETYPE_R_BUSY);
 	T_EQ(write64(50, 2, pte(512, PT_PS)), 0);
 	T_EQ(pin(1, 600), KVM_PAGETYPE_R_OK);
 	T_EQ(write64(50, 2, pte(512, PT_PS | PT_RW)), KVM_PAGETYPE_R_TYPE);
 	page(50)[2] = pte(512, PT_PS);
+	/* The entry goes, and with it the last reference: writable again. */
 	T_EQ(write64(50, 0, 0), 0);
-	T_EQ(pt_count(query(20)), 1);
-	T_EQ(unpin(20), KVM_PAGETYPE_R_OK);
+	T_EQ(query(20), 0);
+	T_EQ(fk.tracked[20], 0);
+	T_EQ(pt_count(query(31)), 0);
 	check_invariants();
 	teardown();
 }
@@ -787,8 +894,8 @@ static void test_dma(void)
 	T_EQ(pin(1, 41), KVM_PAGETYPE_R_IO);
 	expect_calls("D-41 T+41 R41 T-41 D+41");
 	fk.fail_read = 0;
-	page(42)[0] = pte(2000, 0);
-	T_EQ(pin(1, 42), KVM_PAGETYPE_R_RANGE);
+	page(42)[0] = pte(42, PT_RW);
+	T_EQ(pin(1, 42), KVM_PAGETYPE_R_TYPE);
 	expect_calls("D-42 T+42 R42 T-42 D+42");
 	/* Refused before anything is asked of the environment. */
 	T_EQ(pin(1, 1024), KVM_PAGETYPE_R_RANGE);
@@ -918,9 +1025,9 @@ static void test_doorbell_reset(void)
 	check_invariants();
 	/* Everything works as new: the 2M region and the frames are free. */
 	T_EQ(pin(1, 600), KVM_PAGETYPE_R_OK);
-	T_EQ(pin(2, 21), KVM_PAGETYPE_R_TYPE);
-	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
 	T_EQ(pin(2, 21), KVM_PAGETYPE_R_OK);
+	T_EQ(query(20), word(1, VALID, 1));
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
 	T_EQ(pt_engine_set_doorbell(&eng, 33), KVM_PAGETYPE_R_OK);
 	T_EQ(pt_engine_set_doorbell(&eng, PT_NO_HOME), KVM_PAGETYPE_R_OK);
 	T_EQ(fk.tracked[33], 0);
@@ -936,12 +1043,8 @@ static void test_doorbell_reset(void)
 static void *writer(void *arg)
 {
 	for (int i = 0; i < ROUNDS; i++) {
-		u64 v = pte(30, PT_RW), z = 0;
-
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * (i % 64),
-				     (u8 *)&v, 8), 0);
-		T_EQ(pt_engine_write(&eng, 20 * 4096 + 8 * (i % 64),
-				     (u8 *)&z, 8), 0);
+		T_EQ(write64_atomic(20, i % 64, pte(30, PT_RW)), 0);
+		T_EQ(write64_atomic(20, i % 64, 0), 0);
 	}
 	return arg;
 }
@@ -972,6 +1075,7 @@ static void test_threads(void)
 	pthread_t a, b;
 
 	setup(1024, 0);
+	page(20);
 	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
 	for (int i = 0; i < 64; i++)
 		page(21)[i] = pte(30, PT_RW);
@@ -983,6 +1087,302 @@ static void test_threads(void)
 	T_EQ(pt_count(query(30)), 0);
 	T_EQ(eng.stats.writes, 2 * ROUNDS);
 	T_EQ(eng.stats.ops[KVM_PAGETYPE_OP_PIN_L1], 1 + ROUNDS / 4);
+	check_invariants();
+	teardown();
+}
+
+/*
+ * Types by reference: an entry at a frame of no type validates it, what
+ * that costs in DMA rights, and what UNPIN reports.
+ */
+static void test_by_reference(void)
+{
+	struct kvm_pagetype_op o = { .code = KVM_PAGETYPE_OP_UNPIN, .arg = 61 };
+
+	setup(1024, 0);
+	T_EQ(pin(2, 50), KVM_PAGETYPE_R_OK);
+	/* A semi-writable frame keeps its bit; no device reached it. */
+	T_EQ(op(KVM_PAGETYPE_OP_TO_SEMI, 60), KVM_PAGETYPE_R_OK);
+	fk.ncalls = 0;
+	T_EQ(write64(50, 0, pte(60, PT_RW)), 0);
+	expect_calls("R50 T+60 R60");
+	T_EQ(query(60), word(1, VALID | KVM_PAGETYPE_SEMI, 1));
+	/*
+	 * A writable one is revoked before it is read, in fine mode too,
+	 * where a pin of it is refused: the guest did not choose the frame.
+	 */
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_FINE),
+	     KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 61), KVM_PAGETYPE_R_MODE);
+	fk.ncalls = 0;
+	T_EQ(write64(50, 1, pte(61, PT_RW)), 0);
+	expect_calls("R50 D-61 T+61 R61");
+	T_EQ(query(61), word(1, VALID, 1));
+	T_EQ(eng.stats.ref_validations, 2);
+	check_invariants();
+	/* Pinned too, then unpinned: still an L1 under 50, and UNPIN says so. */
+	T_EQ(pin(1, 61), KVM_PAGETYPE_R_OK);
+	T_EQ(pt_engine_batch(&eng, &o, 1), 1);
+	T_EQ(o.result, KVM_PAGETYPE_R_OK);
+	T_EQ(o.out, word(1, VALID, 1));
+	/* Unlinked: tracking stops, then DMA comes back; semi stays semi. */
+	fk.ncalls = 0;
+	T_EQ(write64(50, 1, 0), 0);
+	expect_calls("R50 T-61 D+61");
+	T_EQ(write64(50, 0, 0), 0);
+	expect_calls("R50 T-60");
+	T_EQ(query(60), KVM_PAGETYPE_SEMI);
+	T_EQ(eng.stats.devalidations, 2);
+	/* The last reference a pin: UNPIN's word is the writable one. */
+	T_EQ(pin(1, 60), KVM_PAGETYPE_R_OK);
+	o.arg = 60;
+	T_EQ(pt_engine_batch(&eng, &o, 1), 1);
+	T_EQ(o.out, KVM_PAGETYPE_SEMI);
+	T_EQ(op(KVM_PAGETYPE_OP_TO_WRITABLE, 60), KVM_PAGETYPE_R_OK);
+	T_EQ(op(KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_COARSE),
+	     KVM_PAGETYPE_R_OK);
+	/* A failed validation leaves nothing: no track, no revoke, no type. */
+	page(62)[0] = pte(62, PT_RW);
+	fk.ncalls = 0;
+	T_EQ(write64(50, 2, pte(62, PT_RW)), KVM_PAGETYPE_R_TYPE);
+	expect_calls("R50 D-62 T+62 R62 T-62 D+62");
+	T_EQ(query(62), 0);
+	page(50)[2] = 0;
+	/* The batch's own frame never becomes a table, not even below one. */
+	{
+		struct kvm_pagetype_op b = { .code = KVM_PAGETYPE_OP_PIN_L2,
+					     .arg = 51 };
+
+		page(51)[0] = pte(63, PT_RW);
+		pt_engine_lock(&eng);
+		T_EQ(pt_engine_batch_locked(&eng, 63, &b, 1), 1);
+		pt_engine_unlock(&eng);
+		T_EQ(b.result, KVM_PAGETYPE_R_BUSY);
+		T_EQ(query(63), 0);
+	}
+	check_invariants();
+	teardown();
+}
+
+/*
+ * The bound on one event's validation: an L2 and its 512 L1s pass, one
+ * table more is refused whole, as a write or as a pin, and a pin that
+ * validated many tables uses up its batch's budget.
+ */
+static void test_subtree_bound(void)
+{
+	struct kvm_pagetype_op ops[2] = {
+		{ .code = KVM_PAGETYPE_OP_PIN_L3, .arg = 11 },
+		{ .code = KVM_PAGETYPE_OP_NULL },
+	};
+	u64 n;
+
+	setup(4096, 0);
+	for (int i = 0; i < 512; i++) {
+		page(20)[i] = pte(1024 + i, PT_RW);
+		page(1024 + i)[i] = pte(3000 + i % 8, PT_RW);
+	}
+	T_EQ(pin(3, 10), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(10, 0, pte(20, PT_RW)), 0);
+	T_EQ(eng.stats.tables[0], 512);
+	T_EQ(eng.stats.tables[1], 1);
+	T_EQ(eng.stats.ref_validations, KVM_PAGETYPE_VALIDATE_MAX);
+	T_EQ(pt_count(query(3000)), 64);
+	check_invariants();
+	T_EQ(write64(10, 0, 0), 0);
+	T_EQ(eng.stats.tables[0], 0);
+	T_EQ(eng.stats.devalidations, KVM_PAGETYPE_VALIDATE_MAX);
+	T_EQ(pt_count(query(3000)), 0);
+
+	/* An L3 over it: 514 tables, one too many; then 513 exactly. */
+	T_EQ(pin(4, 12), KVM_PAGETYPE_R_OK);
+	page(11)[0] = pte(20, PT_RW);
+	page(11)[1] = pte(21, PT_RW);
+	page(20)[511] = 0;
+	T_EQ(write64(12, 0, pte(11, PT_RW)), KVM_PAGETYPE_R_LIMIT);
+	page(12)[0] = 0;
+	T_EQ(pin(3, 11), KVM_PAGETYPE_R_LIMIT);
+	for (n = 0; n < 4096; n++)
+		T_ASSERT(fk.tracked[n] == (n == 10 || n == 12),
+			 "frame %llu tracked", (unsigned long long)n);
+	check_invariants();
+	page(11)[1] = 0;
+	/* As an op, it uses up the batch: the next op is not run. */
+	T_EQ(pt_engine_batch(&eng, ops, 2), 1);
+	T_EQ(ops[0].result, KVM_PAGETYPE_R_OK);
+	T_EQ(ops[1].result, KVM_PAGETYPE_R_SKIPPED);
+	T_EQ(eng.stats.tables[0], 511);
+	T_EQ(unpin(11), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(12, 0, pte(11, PT_RW)), 0);
+	T_EQ(eng.stats.tables[2], 2);
+	check_invariants();
+	teardown();
+}
+
+/* Xen's page-table advisories, through the by-reference path. */
+static void test_xsa(void)
+{
+	setup(1024, 0);
+	T_EQ(pin(4, 100), KVM_PAGETYPE_R_OK);
+	/* XSA-185/240: linear and recursive entries. */
+	T_EQ(write64(100, 0, pte(100, 0)), KVM_PAGETYPE_R_TYPE);
+	page(100)[0] = 0;
+	page(101)[0] = pte(101, 0);	/* an L3 at itself */
+	T_EQ(write64(100, 1, pte(101, 0)), KVM_PAGETYPE_R_TYPE);
+	page(101)[0] = pte(102, 0);	/* a cycle through two frames */
+	page(102)[0] = pte(101, 0);
+	T_EQ(write64(100, 1, pte(101, 0)), KVM_PAGETYPE_R_TYPE);
+	page(100)[1] = 0;
+	T_EQ(query(101) | query(102), 0);
+	/* An untyped L1 mapping itself writable; an L1 mapping its parent. */
+	page(103)[0] = pte(103, PT_RW);
+	page(104)[0] = pte(103, PT_RW);
+	T_EQ(pin(2, 104), KVM_PAGETYPE_R_TYPE);
+	page(105)[0] = pte(106, PT_RW);
+	page(106)[0] = pte(105, PT_RW);
+	T_EQ(pin(2, 105), KVM_PAGETYPE_R_TYPE);
+	/* XSA-148: a writable superpage over a table, either order. */
+	page(107)[0] = pte(512, PT_PS | PT_RW);
+	T_EQ(pin(2, 107), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(107, 1, pte(600, PT_RW)), KVM_PAGETYPE_R_BUSY);
+	page(107)[1] = 0;
+	T_EQ(write64(107, 0, 0), 0);
+	T_EQ(write64(107, 1, pte(600, PT_RW)), 0);
+	T_EQ(write64(107, 0, pte(512, PT_PS | PT_RW)), KVM_PAGETYPE_R_TYPE);
+	page(107)[0] = 0;
+	/* A table is never mapped writable, a frame in use never typed. */
+	page(108)[0] = pte(600, PT_RW);
+	T_EQ(pin(1, 108), KVM_PAGETYPE_R_TYPE);
+	page(108)[0] = pte(109, PT_RW);
+	T_EQ(pin(1, 108), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(107, 2, pte(109, PT_RW)), KVM_PAGETYPE_R_BUSY);
+	page(107)[2] = 0;
+	/* Counts saturate: one reference past the maximum is refused. */
+	eng.word[600] += KVM_PAGETYPE_COUNT_MASK - 1;
+	T_EQ(write64(107, 3, pte(600, PT_RW)), KVM_PAGETYPE_R_OVERFLOW);
+	eng.word[600] -= KVM_PAGETYPE_COUNT_MASK - 1;
+	page(107)[3] = 0;
+	check_invariants();
+	teardown();
+}
+
+/* Two tables link and unlink one untyped frame while a third pins it. */
+static void *linker(void *arg)
+{
+	u64 table = (u64)(uintptr_t)arg;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		T_EQ(write64_atomic(table, 0, pte(60, PT_RW)), 0);
+		T_EQ(write64_atomic(table, 0, 0), 0);
+	}
+	return arg;
+}
+
+static void *l1_pinner(void *arg)
+{
+	for (int i = 0; i < ROUNDS / 4; i++) {
+		T_EQ(pin(1, 60), KVM_PAGETYPE_R_OK);
+		T_EQ(unpin(60), KVM_PAGETYPE_R_OK);
+	}
+	return arg;
+}
+
+static void test_threads_by_reference(void)
+{
+	pthread_t a, b, c;
+
+	setup(1024, 0);
+	for (int i = 0; i < 8; i++)
+		page(60)[i] = pte(70 + i, PT_RW);
+	page(50);
+	page(51);
+	T_EQ(pin(2, 50), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(2, 51), KVM_PAGETYPE_R_OK);
+	T_EQ(pthread_create(&a, NULL, linker, (void *)50), 0);
+	T_EQ(pthread_create(&b, NULL, linker, (void *)51), 0);
+	T_EQ(pthread_create(&c, NULL, l1_pinner, NULL), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	pthread_join(c, NULL);
+	T_EQ(query(60), 0);
+	T_EQ(fk.tracked[60], 0);
+	T_EQ(pt_count(query(70)), 0);
+	T_ASSERT(eng.stats.ref_validations + eng.stats.ops[1] >=
+		 eng.stats.devalidations, "more devalidated than validated");
+	check_invariants();
+	teardown();
+}
+
+/*
+ * Leaves beyond guest RAM are the guest's own I/O space and take nothing;
+ * memory added later (a memslot above) is covered when first named, and
+ * the leaves into it then hold their references.
+ */
+static void test_io_and_growth(void)
+{
+	setup(1024, 0);
+	T_EQ(pin(1, 20), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(20, 0, pte(1500, PT_RW)), 0);
+	T_EQ(write64(20, 1, pte(1500, PT_RW)), 0);
+	page(21)[0] = pte(1536, PT_PS | PT_RW);	/* 2M region 3, all beyond */
+	T_EQ(pin(2, 21), KVM_PAGETYPE_R_OK);
+	/* A non-leaf entry must name RAM: it is read. */
+	T_EQ(write64(21, 1, pte(1100, PT_RW)), KVM_PAGETYPE_R_RANGE);
+	page(21)[1] = 0;
+	T_EQ(pin(1, 1500), KVM_PAGETYPE_R_RANGE);
+	T_EQ(eng.stats.grown, 0);
+	check_invariants();
+
+	/* A memslot appears above: the leaves into it take their references. */
+	fk.frames = 2048;
+	T_EQ(pin(1, 1500), KVM_PAGETYPE_R_BUSY);
+	T_EQ(eng.nr_frames, 2048);
+	T_EQ(eng.stats.frames, 2048);
+	T_EQ(eng.stats.grown, 1);
+	T_EQ(query(1500), word(W, 0, 2));
+	T_EQ(pin(1, 1600), KVM_PAGETYPE_R_BUSY);	/* under the 2M leaf */
+	check_invariants();
+	/* Removing them drops what they hold now. */
+	T_EQ(write64(20, 0, 0), 0);
+	T_EQ(write64(20, 1, 0), 0);
+	T_EQ(pin(1, 1500), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(21, 0, 0), 0);
+	T_EQ(pin(1, 1600), KVM_PAGETYPE_R_OK);
+	/* And the new frames link like any other. */
+	T_EQ(write64(21, 2, pte(1700, PT_RW)), 0);
+	T_EQ(query(1700), word(1, VALID, 1));
+	check_invariants();
+	/* Nothing more beyond: no growth, frames there still refused. */
+	T_EQ(pin(1, 2048), KVM_PAGETYPE_R_RANGE);
+	T_EQ(eng.stats.grown, 1);
+	teardown();
+}
+
+/*
+ * Two vCPUs store to one entry, A 0 and then B a link, and B's notifier
+ * runs first.  The engine validates memory, not the stores' bytes: it
+ * ends with the link counted, in either order, so the L1 it names is
+ * never unpinned while it is live.
+ */
+static void test_notify_order(void)
+{
+	setup(1024, 0);
+	T_EQ(pin(2, 50), KVM_PAGETYPE_R_OK);
+	T_EQ(pin(1, 60), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(50, 0, pte(60, PT_RW)), 0);
+	page(50)[0] = 0;			/* A's store */
+	page(50)[0] = pte(60, PT_RW);		/* B's store */
+	T_EQ(pt_engine_write(&eng, 50 * PT_PAGE_SIZE), 0);	/* B's */
+	T_EQ(pt_engine_write(&eng, 50 * PT_PAGE_SIZE), 0);	/* A's */
+	T_EQ(eng.shadow[50][0], pte(60, PT_RW));
+	T_EQ(pt_count(query(60)), 2);
+	T_EQ(unpin(60), KVM_PAGETYPE_R_OK);
+	T_EQ(query(60), word(1, VALID, 1));
+	check_invariants();
+	/* A store no notifier saw is caught at the next write to the table. */
+	page(50)[5] = pte(50, PT_RW);
+	T_EQ(write64(50, 6, 0), KVM_PAGETYPE_R_TYPE);
+	page(50)[5] = 0;
 	check_invariants();
 	teardown();
 }
@@ -1002,6 +1402,12 @@ int main(void)
 	test_dma();
 	test_doorbell_reset();
 	test_threads();
+	test_by_reference();
+	test_subtree_bound();
+	test_xsa();
+	test_threads_by_reference();
+	test_io_and_growth();
+	test_notify_order();
 	printf("test-pagetype: all cases passed\n");
 	return 0;
 }

@@ -123,6 +123,37 @@ def run_nested(name, l2_script, l1_script, qemu_args, l2_programs=(),
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
     r2 = nested_result(r1, name)
-    check(r2.outcome == "pass", "level 2: %s\n%s" % (r2.describe(),
-                                                    r2.text()))
+    # a kill's reason, gpa and result code are in level 1's log
+    kills = [l for l in r1.dmesg.decode(errors="replace").splitlines()
+             if "kvm_pagetype" in l and "killed" in l]
+    check(r2.outcome == "pass", "level 2: %s\n%s%s" % (
+        r2.describe(), r2.text(), "".join("\nlevel 1: " + l for l in kills)))
     return r1, r2
+
+
+def host_counters(text):
+    """kvm_pagetype's debugfs `global` file as a dict."""
+    return {k: int(v) for k, v in (l.split() for l in text.splitlines())}
+
+
+def check_host_agrees(dmesg, host, mode_retries):
+    """Every pin, unpin and conversion pibooster.ko counted at its unload
+    (its last log line) is one the host ran, and the host refused nothing
+    but the pins that raced a mode switch, and killed nothing.  Returns
+    the module's (pins, unpins, frames made semi-writable, back)."""
+    check(host["kills"] == 0, "the host killed a VM: %s" % host)
+    check(host["op_errors"] == mode_retries,
+          "the host refused %d ops" % host["op_errors"])
+    m = re.search(r"pibooster: unloaded: (\d+) pins, (\d+) unpins, "
+                  r"(\d+) errors; (\d+) frames made semi-writable, "
+                  r"(\d+) back", dmesg)
+    check(m, "the module's unload line is missing")
+    pins, unpins, _, semi, back = map(int, m.groups())
+    host_pins = sum(host["op_pin_l%d" % lv] for lv in (1, 2, 3, 4))
+    for what, guest, h in (("pins", pins, host_pins),
+                           ("unpins", unpins, host["op_unpin"]),
+                           ("to_semi", semi, host["op_to_semi"]),
+                           ("to_writable", back, host["op_to_writable"])):
+        check(guest == h, "%s: level 2 counted %d, the host %d"
+              % (what, guest, h))
+    return pins, unpins, semi, back

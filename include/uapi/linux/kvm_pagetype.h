@@ -26,7 +26,7 @@
  * KVM_PAGETYPE_GET_STATS's size, while the module still answers the older
  * size with the fields it had.
  */
-#define KVM_PAGETYPE_ABI_VERSION	1
+#define KVM_PAGETYPE_ABI_VERSION	2
 
 /*
  * The type word, one per guest frame (the PiBooster paper's figures 6
@@ -53,7 +53,7 @@
 #define KVM_PAGETYPE_OP_PIN_L2		2
 #define KVM_PAGETYPE_OP_PIN_L3		3
 #define KVM_PAGETYPE_OP_PIN_L4		4
-#define KVM_PAGETYPE_OP_UNPIN		5	/* arg: frame */
+#define KVM_PAGETYPE_OP_UNPIN		5	/* arg: frame; out: its type word after */
 #define KVM_PAGETYPE_OP_TO_SEMI		6	/* arg: frame, writable -> semi */
 #define KVM_PAGETYPE_OP_TO_WRITABLE	7	/* arg: frame, semi -> writable */
 #define KVM_PAGETYPE_OP_SET_MODE	8	/* arg: KVM_PAGETYPE_MODE_* */
@@ -76,12 +76,13 @@
 #define KVM_PAGETYPE_R_MODE		9	/* not in the current mode */
 #define KVM_PAGETYPE_R_IO		10	/* the frame could not be read */
 #define KVM_PAGETYPE_R_SKIPPED		11	/* not run: the batch was cut */
+#define KVM_PAGETYPE_R_LIMIT		12	/* over KVM_PAGETYPE_VALIDATE_MAX */
 
 /* One op: 16 bytes in guest memory. */
 struct kvm_pagetype_op {
 	__u16 code;		/* KVM_PAGETYPE_OP_* */
 	__u16 result;		/* written back: KVM_PAGETYPE_R_* */
-	__u32 out;		/* written back: QUERY's type word */
+	__u32 out;		/* written back: QUERY's and UNPIN's type word */
 	__u64 arg;
 };
 
@@ -93,6 +94,14 @@ struct kvm_pagetype_op {
  */
 #define KVM_PAGETYPE_MAX_BATCH		256
 #define KVM_PAGETYPE_WORK_BUDGET	(64 * 512)
+
+/*
+ * Frames of no type become tables by reference (docs/pagetype.md): one op
+ * or one trapped write validates at most this many, an L2 and a full set
+ * of L1s below it, the most a Linux guest links at once (mremap's
+ * move_normal_pud).  Past it an op fails with R_LIMIT, a write kills.
+ */
+#define KVM_PAGETYPE_VALIDATE_MAX	513
 
 /* ioctls on /dev/kvm-pagetype */
 #define KVM_PAGETYPE_IOC_MAGIC		0xb9
@@ -168,6 +177,12 @@ struct kvm_pagetype_stats {
 	__u64 dma_flushes;	/* IOTLB syncs waited for by type changes */
 	__u64 dma_pinned;	/* guest pages pinned for DMA now */
 	__u64 dma_devices;	/* devices confined now */
+	/* Types by reference; appended in ABI 2. */
+	__u64 tables[4];	/* validated tables now, pinned or not, L1..L4 */
+	__u64 ref_validations;	/* tables validated because an entry needed them */
+	__u64 devalidations;	/* tables writable again: last reference gone */
+	__u64 frames;		/* frames the type words cover now */
+	__u64 grown;		/* times they grew to memslots added later */
 };
 
 #define KVM_PAGETYPE_STATS_GLOBAL	(1U << 0)

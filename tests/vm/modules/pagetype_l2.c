@@ -134,6 +134,41 @@ static int ptl2_doorbell(struct ptl2 *p)
 }
 
 /*
+ * What a kernel about to kexec does: pin, then RESET.  The host forgets
+ * the table and the doorbell, so a ring of the doorbell is a plain store.
+ */
+static int ptl2_reset(struct ptl2 *p, unsigned long pfn)
+{
+	u32 *db = (u32 *)p->doorbell;
+	phys_addr_t batch = virt_to_phys(db) + 16;
+	u32 word = ~0U;
+	u16 r;
+
+	if (!(readl(p->regs + PAGETYPE_REG_FEATURES) & PAGETYPE_F_RESET))
+		return -EOPNOTSUPP;
+	r = ptl2_op(p, KVM_PAGETYPE_OP_PIN_L1, pfn, NULL);
+	if (r)
+		return -EINVAL;
+	writel(PAGETYPE_RESET_KEY, p->regs + PAGETYPE_REG_RESET);
+	r = ptl2_op(p, KVM_PAGETYPE_OP_QUERY, pfn, &word);
+	db[3] = 0xdead;
+	WRITE_ONCE(p->doorbell[0], KVM_PAGETYPE_DB_RING(batch, 1));
+	pr_info("reset: query result %u word %#x, doorbell done %#x\n", r,
+		word, db[3]);
+	return r || word || db[3] != 0xdead ? -EPROTO : 0;
+}
+
+/*
+ * Every 256 round trips, let the CPU go: under TCG a few thousand exits
+ * take longer than the soft-lockup watchdog allows one task.
+ */
+static void ptl2_yield(unsigned int i)
+{
+	if (i % 256 == 255)
+		cond_resched();
+}
+
+/*
  * N round trips of each carrier, ns per op.  The doorbell must be set up
  * (ptl2_doorbell).  A NULL batch's result lands in guest memory before
  * the COUNT write or the doorbell store completes; it is checked once.
@@ -147,8 +182,10 @@ static int ptl2_bench(struct ptl2 *p, unsigned int n)
 	unsigned int i;
 
 	t0 = ktime_get_ns();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		writel(0, p->regs + PAGETYPE_REG_NULL);
+		ptl2_yield(i);
+	}
 	t[0] = ktime_get_ns() - t0;
 
 	p->batch[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_NULL,
@@ -156,8 +193,10 @@ static int ptl2_bench(struct ptl2 *p, unsigned int n)
 	writel(lower_32_bits(pa), p->regs + PAGETYPE_REG_BATCH_LO);
 	writel(upper_32_bits(pa), p->regs + PAGETYPE_REG_BATCH_HI);
 	t0 = ktime_get_ns();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		writel(1, p->regs + PAGETYPE_REG_COUNT);
+		ptl2_yield(i);
+	}
 	t[1] = ktime_get_ns() - t0;
 	if (readl(p->regs + PAGETYPE_REG_STATUS) || p->batch[0].result)
 		return -EIO;
@@ -165,8 +204,10 @@ static int ptl2_bench(struct ptl2 *p, unsigned int n)
 	dbops[0] = (struct kvm_pagetype_op){ .code = KVM_PAGETYPE_OP_NULL,
 					     .result = 0xffff };
 	t0 = ktime_get_ns();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		WRITE_ONCE(p->doorbell[0], KVM_PAGETYPE_DB_RING(db + 16, 1));
+		ptl2_yield(i);
+	}
 	t[2] = ktime_get_ns() - t0;
 	if (((u32 *)p->doorbell)[2] || dbops[0].result)
 		return -EIO;
@@ -245,6 +286,10 @@ static int ptl2_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	if (bench) {
 		ret = ptl2_bench(p, bench);
+		if (ret)
+			return ret;
+	} else {
+		ret = ptl2_reset(p, pfn);
 		if (ret)
 			return ret;
 	}

@@ -6,8 +6,10 @@ pagetype device.  First, realize refuses clearly without the module and
 without KVM.  Then a level-2 test module (tests/vm/modules/pagetype_l2.c)
 pins a live page table of its own guest (the PTE page mapping its loader's
 stack) through the device's registers, checks its type, unpins it and runs
-a batch through the doorbell page; the host module's counters, read in
-level 1, must match the ops level 2 counted.  Last, the same module with
+a batch through the doorbell page, then pins it again and writes the
+device's RESET register as a kernel about to kexec does: the host forgets
+the table and the doorbell.  The host module's counters, read in level 1,
+must match the ops level 2 counted.  Last, the same module with
 violate=1 maps its pinned table writable: that VM is killed (its QEMU
 reports KVM_RUN failed), level 1 logs why and goes on (pagetype-ops shows
 that new VMs then run).
@@ -71,6 +73,8 @@ def test():
           "the PTE page is not a pinned L1:\n" + log)
     check("pin_l1 again: result 5" in log and "unpin: result 0" in log,
           "duplicate pin or unpin:\n" + log)
+    check("reset: query result 0 word 0x0, doorbell done 0xdead" in log,
+          "RESET left a table or the doorbell:\n" + log)
     ops = dict(re.findall(r"(\w+)=(\d+)", re.search(r"ops (.*)", log)[1]))
     host = stats(r1.files["after-ops"])
     for op in ("null", "pin_l1", "unpin", "query"):

@@ -18,7 +18,7 @@ A level 1 that dies or hangs is tried again, twice at most
 
 import re
 from vmtest import builddir, check, main
-from pibooster import EDU, IOMMU_L1, run_nested, check_unload
+from pibooster import EDU, IOMMU_L1, run_nested, check_unload, host_counters
 
 L2_SCRIPT = r"""
 mount -t debugfs none /sys/kernel/debug
@@ -96,8 +96,7 @@ def test():
           "DMAR faults at %s; table %#x, cached %#x, victim %#x"
           % (faults, table, cached, victim))
     check_unload(r2.dmesg.decode(errors="replace"))
-    host = {k: int(v) for k, v in (l.split() for l in
-                                   r1.files["host"].decode().splitlines())}
+    host = host_counters(r1.files["host"].decode())
     check(host["kills"] == 0 and host["dma_maps"] > 0 and
           host["dma_unmaps"] > 0 and host["dma_flushes"] > 0,
           "the host's IOMMU counts: %s" % host)

@@ -14,9 +14,9 @@ ran, and the host refused nothing.
 A level 1 that dies or hangs is tried again, twice at most
 (docs/testing.md, "Level-2 Linux guests")."""
 
-import re
 from vmtest import check, main
-from pibooster import run_nested, stats, check_unload
+from pibooster import (run_nested, stats, check_unload, host_counters,
+                       check_host_agrees)
 
 L2_SCRIPT = r"""
 pt-storm -n 3 >/tmp/early 2>&1 & e=$!
@@ -67,21 +67,9 @@ def test():
     check("every task on the hooks: new tables pinned" in dmesg,
           "the patch never completed its transition")
     check_unload(dmesg)
-    m = re.search(r"unloaded: (\d+) pins, (\d+) unpins, (\d+) errors; "
-                  r"(\d+) frames made semi-writable, (\d+) back", dmesg)
-    pins, unpins, _, semi, back = map(int, m.groups())
-    host = {k: int(v) for k, v in (l.split() for l in
-                                   r1.files["host"].decode().splitlines())}
-    check(host["kills"] == 0, "the host killed a VM: %s" % host)
-    check(host["op_errors"] == fine["mode_retries"],
-          "the host refused %d ops" % host["op_errors"])
-    host_pins = sum(host["op_pin_l%d" % lv] for lv in (1, 2, 3, 4))
-    for what, guest, h in (("pins", pins, host_pins),
-                           ("unpins", unpins, host["op_unpin"]),
-                           ("to_semi", semi, host["op_to_semi"]),
-                           ("to_writable", back, host["op_to_writable"])):
-        check(guest == h, "%s: level 2 counted %d, the host %d"
-              % (what, guest, h))
+    host = host_counters(r1.files["host"].decode())
+    pins, unpins, semi, _ = check_host_agrees(dmesg, host,
+                                              fine["mode_retries"])
     print("level 2 through the doorbell: %d pins, %d unpins, %d frames made "
           "semi-writable and back; the host agrees, no kill; %d roots "
           "pinned at L4; %d tables left to the kernel while the patch "

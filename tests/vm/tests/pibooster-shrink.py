@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
 """pibooster.ko's cache sizes in a plain guest: shrink by number (from the
-fullest level) and by percent (of each level), thresholds by number and by
-ratio to the tables in use (enforced at once and on every free), 0
-releasing everything, bad values refused; then memory pressure: a cache of
-a few thousand frames, a program touching more memory than is free, and
-the shrinker gives frames back.  The module's counts balance throughout
-and page tables and free memory are back after unload."""
+fullest level) and by percent (of each level, 0% releasing nothing),
+thresholds by number and by ratio to the tables in use (enforced at once
+and on every free), 0 releasing everything, bad values refused, fill
+bounded by one batch and every level filled to the largest; then memory
+pressure: a cache of a few thousand frames, a program touching more
+memory than is free, and the shrinker gives frames back.  Faults in the
+cached frames: a bad link word (written through the test-only debugfs
+test_corrupt_link: the kernel has no way to make one) to a kernel text
+frame, beyond memory and to an L1 table, found at the next pop, the rest
+of the list given back; a hardware memory error on a cached frame
+(hwpoison_inject), which is never handed out.  The module's counts
+balance throughout and page tables and free memory are back after
+unload."""
 
 import re
 from vmtest import boot, check, main
@@ -13,6 +20,8 @@ from pibooster import (guest, stats, check_balance, check_memory,
                        check_unload)
 
 SCRIPT = r"""
+mount -t debugfs none /sys/kernel/debug
+D=/sys/kernel/debug/pibooster
 storm2 -n 10
 mem native
 pib_load
@@ -30,15 +39,64 @@ echo "shrink-n $a0 $b0 $c0 $d0 $a $b $c $d $((r1 - r0))"
 a0=$a; b0=$b; c0=$c; d0=$d
 echo 50% >$P/shrink
 levels; echo "shrink-p $a0 $b0 $c0 $d0 $a $b $c $d"
+echo 0% >$P/shrink
+levels; echo "shrink-0p $a $b $c $d"
+# A bad link in the first cached frame of L1, L2 and L3: a kernel text
+# frame, a frame beyond memory, an L1 table (the sleeper's: every other
+# process is from before the load).  One table allocated at each level
+# (bench) pops each.  Builtins only from here to the bench: a fork would
+# pop the frames first.
+sleep 30 & sl=$!
+pause 0.5
+t=
+while read f l s; do
+	case "$l $s" in "l1 table"*) t=$f; ts0="$l-$s"; break;; esac
+done <$D/frames
+k=
+while read r _ w1 w2; do
+	case "$w1 $w2" in "Kernel code") k=${r%%-*}; break;; esac
+done </proc/iomem
+test -n "$t" && test -n "$k" || { echo "no L1 table or no kernel code"; exit 1; }
+read bl0 <$P/stats/bad_links; read dr0 <$P/stats/dropped
+read e0 <$P/stats/errors; read s0 <$P/stats/stock
+levels; a0=$a; b0=$b; c0=$c; d0=$d
+echo "1 $((0x$k / 4096 + 2))" >$D/test_corrupt_link
+echo "2 0xdead00000000" >$D/test_corrupt_link
+echo "3 $((t + 1))" >$D/test_corrupt_link
+echo 1 >$D/bench
+levels
+read bl <$P/stats/bad_links; read dr <$P/stats/dropped
+read e <$P/stats/errors; read s1 <$P/stats/stock
+echo "corrupt $a0 $b0 $c0 $d0 $a $b $c $d $((bl - bl0)) $((dr - dr0)) $((e - e0)) $((s1 - s0))"
+pause 1.5
+ts=gone
+while read f l s; do test "$f" = "$t" && ts="$l-$s"; done <$D/frames
+echo "corrupt-target $ts0 $ts"
+kill $sl; wait $sl || true
 echo 20 >$P/threshold
 read t <$P/threshold; levels; echo "threshold-n $t $a $b $c $d"
 storm2 -n 2 -w 100
 pause 1.5; levels; echo "threshold-n-storm $a $b $c $d"
 echo none >$P/threshold
+# A hardware memory error on a cached L1 frame: the holder below takes
+# every cached L1 frame and must not get it.
+p=
+while read f l s; do
+	case "$l $s" in "l1 cached") p=$f; break;; esac
+done <$D/frames
+test -n "$p" || { echo "no cached L1 frame"; exit 1; }
+echo $((p)) >/sys/kernel/debug/hwpoison/corrupt-pfn 2>/dev/null || true
+while read k v _; do
+	case $k in HardwareCorrupted:) hc=$v;; esac
+done </proc/meminfo
 # a child holding 300 L1 tables while the ratio is set; the cache grows
 # past half of the tables in use only after it has taken its own
 pt-storm -n 1 -w 300 -S 15 >/tmp/hold & h=$!
 pause 3
+ps=gone
+while read f l s; do test "$f" = "$p" && ps="$l-$s"; done <$D/frames
+read pn <$P/stats/poisoned
+echo "poison $hc $ps $pn"
 storm2 -n 2 -w 300
 pause 1.5
 levels; echo "before-p $a"
@@ -61,6 +119,13 @@ done
 pause 1.5
 echo 0 >$P/shrink
 levels; echo "shrink-0 $a $b $c $d"
+# SET_MODE and the four levels' frames fit one batch: fill 63 at most
+F=/sys/module/pibooster/parameters/fill
+if echo 64 >$F 2>/dev/null; then echo "fill took 64"; exit 1; fi
+echo 63 >$F
+echo 0 >$P/enable; echo 1 >$P/enable
+levels; echo "fill-63 $a $b $c $d"
+echo 0 >$P/shrink
 pause 1.5; echo "== sized"; stats
 storm2 -n 3 -w 1500
 pause 1.5
@@ -88,7 +153,8 @@ def nums(text, tag):
 
 
 def test():
-    r = boot(guest("pibooster-shrink", SCRIPT), timeout=300)
+    r = boot(guest("pibooster-shrink", SCRIPT, kmods=["hwpoison_inject"]),
+             timeout=300)
     check(r.outcome == "pass", r.describe())
     text = r.text()
     n = nums(text, "shrink-n")
@@ -101,6 +167,23 @@ def test():
     before, after = n[:4], n[4:]
     check(after == [x // 2 for x in before],
           "shrink 50%%: %s -> %s" % (before, after))
+    check(nums(text, "shrink-0p") == after,
+          "shrink 0%%: %s -> %s" % (after, nums(text, "shrink-0p")))
+    n = nums(text, "corrupt")
+    before, after, bad, dropped, errors, stock = (n[:4], n[4:8], n[8], n[9],
+                                                  n[10], n[11])
+    check(min(before[:3]) >= 2, "levels too small to corrupt: %s" % before)
+    # each head is handed out (it is a cached frame), the frames after
+    # its bad link are dropped, the level takes no push until they are
+    # given back; L4 pops and pushes its head
+    check(bad == 3 and dropped == sum(before[:3]) - 3 and
+          after == [0, 0, 0, before[3]] and errors == 0 and stock == 0,
+          "bad links: levels %s -> %s, %d bad links, %d frames dropped, "
+          "%d ops refused, %d tables handed out unpinned"
+          % (before, after, bad, dropped, errors, stock))
+    ts = nums(text, "corrupt-target")
+    check(ts[0].startswith("l1-table") and ts[1] == ts[0],
+          "the L1 table a bad link named: %s before, %s after" % tuple(ts))
     n = nums(text, "threshold-n")
     check(n[0] == 20 and max(n[1:]) <= 20,
           "threshold 20: reads %s, levels %s" % (n[0], n[1:]))
@@ -118,7 +201,14 @@ def test():
     # 5-level paging (TCG's -cpu max has LA57): the holder's p4d is an L4
     check(tables[3] > 0, "no p4d table pinned: tables %s" % tables)
     check(nums(text, "threshold-none") == ["none"], "threshold none")
+    hc, state, poisoned = nums(text, "poison")
+    check(hc == 4, "no frame poisoned: HardwareCorrupted %s kB" % hc)
+    check(state in ("gone", "l1-cached") and poisoned == 1,
+          "the poisoned frame: %s while the holder holds every cached L1 "
+          "frame, stats/poisoned %d" % (state, poisoned))
     check(nums(text, "shrink-0") == [0, 0, 0, 0], "shrink 0 left frames")
+    check(nums(text, "fill-63") == [63] * 4,
+          "fill 63: levels %s" % nums(text, "fill-63"))
     check_balance(stats(text, "sized"), "sized")
     big = nums(text, "pressure")[1]
     small, freed = nums(text, "after-pressure")[1], nums(text,

@@ -104,6 +104,8 @@ static void pagetype_set_doorbell(PagetypeState *s)
     trace_pagetype_doorbell(s->doorbell, s->status);
 }
 
+static void pagetype_reset(DeviceState *dev);
+
 static uint64_t pagetype_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
     PagetypeState *s = opaque;
@@ -114,7 +116,7 @@ static uint64_t pagetype_mmio_read(void *opaque, hwaddr addr, unsigned size)
     case PAGETYPE_REG_VERSION:
         return KVM_PAGETYPE_ABI_VERSION;
     case PAGETYPE_REG_FEATURES:
-        return PAGETYPE_F_DOORBELL;
+        return PAGETYPE_F_DOORBELL | PAGETYPE_F_RESET;
     case PAGETYPE_REG_BATCH_LO:
         return (uint32_t)s->batch;
     case PAGETYPE_REG_BATCH_HI:
@@ -157,6 +159,13 @@ static void pagetype_mmio_write(void *opaque, hwaddr addr, uint64_t val,
         s->doorbell = deposit64(s->doorbell, 32, 32, val);
         pagetype_set_doorbell(s);
         return;
+    case PAGETYPE_REG_RESET:
+        /* A kernel about to kexec: its successor finds no table. */
+        if (val == PAGETYPE_RESET_KEY) {
+            pagetype_reset(DEVICE(s));
+            return;
+        }
+        break;
     }
     qemu_log_mask(LOG_GUEST_ERROR, "pagetype: write of 0x%" PRIx64
                   " to register 0x%" HWADDR_PRIx "\n", val, addr);
