@@ -60,7 +60,9 @@ atomic_long_t pib_stats[PIB_NR_STATS];
 /*
  * Run count ops under the backend's lock; each op's result is in its
  * result field.  A batch the rules cut short at their work bound is
- * resubmitted from where it stopped; ops a failed batch left get R_IO.
+ * resubmitted from where it stopped.  Ops the backend did not run (it
+ * ran none: the device is gone or the kernel going down, or the host
+ * failed the batch) get R_SKIPPED.
  */
 static void pib_submit_locked(struct kvm_pagetype_op *ops, u32 count)
 {
@@ -74,7 +76,7 @@ static void pib_submit_locked(struct kvm_pagetype_op *ops, u32 count)
 		done += ran;
 	}
 	for (; done < count; done++)
-		ops[done].result = KVM_PAGETYPE_R_IO;
+		ops[done].result = KVM_PAGETYPE_R_SKIPPED;
 }
 
 void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg)
@@ -213,13 +215,15 @@ static void pib_drain(void)
 	/*
 	 * The cache is off: every frame leaves writable.  A table the kernel
 	 * still uses has no free list to ride on (its struct page is the
-	 * kernel's): batch it by frame.  An L1 table, a root, and a table
-	 * the kernel let go of whose unpin failed (kept, PIB_S_PENDING: the
-	 * reference the hook took is still ours) carry our reference, which
-	 * goes with the frame once its unpin succeeds (pib_holds_ref()).  A
-	 * live L2..L4 table does not, and the stock functions, back in place,
-	 * may free it at any moment: convert the frame and leave the page
-	 * alone.  Top level first: a table that a pinned table's entry
+	 * kernel's): batch it by frame.  pib_tables_unpatching() unpinned
+	 * every live table before the first task left the hooks; what is
+	 * left is an L1 table and a table claimed for its unpin whose unpin
+	 * failed (kept, PIB_S_PENDING: the reference is still ours), which
+	 * carry our reference, which goes with the frame once its unpin
+	 * succeeds (pib_holds_ref()), and, should the host have run no op
+	 * at pre_unpatch, live L2..L4 tables without one, which the stock
+	 * functions may free at any moment: convert the frame and leave the
+	 * page alone.  Top level first: a table that a pinned table's entry
 	 * references is busy at the host until that table is unpinned
 	 * (tables are pinned bottom up, unpinned top down).  A frame whose
 	 * unpin fails here too stays a table at the host and is never given

@@ -2,8 +2,8 @@
 /*
  * /sys/kernel/debug/pibooster: the frames the module holds (frames), the
  * time per level of the hooks' allocations and frees (latency), a
- * microbenchmark of the module's own paths (bench), and a fault injector
- * for tests (test_corrupt_link).
+ * microbenchmark of the module's own paths (bench), and fault injectors
+ * for tests (test_corrupt_link, test_refuse_pins).
  */
 #include <linux/debugfs.h>
 #include <linux/fs.h>
@@ -203,6 +203,34 @@ static const struct file_operations pib_corrupt_fops = {
 	.llseek = noop_llseek,
 };
 
+/*
+ * debugfs pibooster/test_refuse_pins, for tests only: writing "PID N"
+ * refuses the next N pins of tables of process PID as a host out of
+ * memory would (stats/refused).
+ */
+static ssize_t pib_refuse_write(struct file *file, const char __user *ubuf,
+				size_t len, loff_t *ppos)
+{
+	char buf[48];
+	int pid, n;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = 0;
+	if (sscanf(buf, "%d %d", &pid, &n) != 2 || pid <= 0 || n < 0)
+		return -EINVAL;
+	pib_test_refuse_pins(pid, n);
+	return len;
+}
+
+static const struct file_operations pib_refuse_fops = {
+	.owner = THIS_MODULE,
+	.write = pib_refuse_write,
+	.llseek = noop_llseek,
+};
+
 static struct dentry *pib_debugfs;
 
 void pib_debugfs_init(void)
@@ -216,6 +244,8 @@ void pib_debugfs_init(void)
 			    &pib_bench_fops);
 	debugfs_create_file("test_corrupt_link", 0200, pib_debugfs, NULL,
 			    &pib_corrupt_fops);
+	debugfs_create_file("test_refuse_pins", 0200, pib_debugfs, NULL,
+			    &pib_refuse_fops);
 }
 
 void pib_debugfs_exit(void)

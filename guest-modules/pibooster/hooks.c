@@ -17,8 +17,14 @@
 
 #include "pibooster.h"
 
-/* Only passed on: asm/tlb.h is not for modules. */
-struct mmu_gather;
+/*
+ * asm/tlb.h, for struct mmu_gather's mm: its tlb_flush(), unused here,
+ * calls a function asm/tlbflush.h declares for built-in code only.
+ */
+void flush_tlb_mm_range(struct mm_struct *mm, unsigned long start,
+			unsigned long end, unsigned int stride_shift,
+			bool freed_tables);
+#include <asm/tlb.h>
 
 static pgtable_t pib_pte_alloc_one(struct mm_struct *mm)
 {
@@ -124,6 +130,8 @@ static void pib___pud_free_tlb(struct mmu_gather *tlb, pud_t *pud)
 	paravirt_release_pud(__pa(pud) >> PAGE_SHIFT);
 	pib_table_freeing(page);
 	paravirt_tlb_remove_table(tlb, page);
+	/* Its entry in the root is cleared: was it the root's last? */
+	pib_root_emptied(tlb->mm);
 }
 
 /* Called only under 5-level paging: with 4 levels the p4d is the pgd. */

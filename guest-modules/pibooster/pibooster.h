@@ -97,6 +97,7 @@ enum pib_stat {
 	PIB_POISONED,
 	PIB_BAD_LINKS,
 	PIB_DROPPED,
+	PIB_REFUSED,
 	PIB_NR_STATS
 };
 
@@ -196,6 +197,8 @@ void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed);
 struct page *__pib_table_alloc(int level, gfp_t gfp);
 struct page *pib_table_alloc(struct mm_struct *mm, int level, gfp_t gfp);
 void pib_root_pin(struct mm_struct *mm);
+void pib_root_emptied(struct mm_struct *mm);
+void pib_test_refuse_pins(pid_t tgid, int n);
 bool pib_pinned(struct page *page);
 void __pib_table_abandon(struct page *page, int level, struct pib_batch *b);
 void pib_table_abandon(struct page *page, int level);

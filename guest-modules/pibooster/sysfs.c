@@ -35,6 +35,7 @@ static const char * const pib_stat_names[PIB_NR_STATS] = {
 	[PIB_POISONED] = "poisoned",
 	[PIB_BAD_LINKS] = "bad_links",
 	[PIB_DROPPED] = "dropped",
+	[PIB_REFUSED] = "refused",
 };
 
 /* "N" or "P%": the number, and whether it is a percentage. */

@@ -53,14 +53,24 @@ static bool pib_lifetime_ref(int level)
 }
 
 /*
- * The same for a frame in state @s: an L1 table or a root (below), or a
- * table the kernel has let go of (PIB_S_PENDING: the hook or the sweep
- * took the reference, or an unpin failed and the frame is kept).
+ * The same for a frame in state @s: an L1 table, or a table claimed for
+ * its unpin (PIB_S_PENDING: the hook, the sweep or pib_unpin_live() took
+ * the reference, or an unpin failed and the frame is kept).  A root holds
+ * none: it is unpinned before the kernel can free it (pib_root_emptied()).
  */
 bool pib_holds_ref(u8 s)
 {
-	return (s & (PIB_S_ROOT | PIB_S_PENDING)) ||
-	       pib_lifetime_ref(s & PIB_S_LEVEL);
+	return (s & PIB_S_PENDING) || pib_lifetime_ref(s & PIB_S_LEVEL);
+}
+
+/*
+ * Claim frame pfn, a table of ours in state @s, for its unpin: the hooks,
+ * the sweep and pib_unpin_live() race for it, and one of them wins.
+ */
+static bool pib_claim(unsigned long pfn, u8 s)
+{
+	return (s & (PIB_S_TABLE | PIB_S_PENDING)) == PIB_S_TABLE &&
+	       cmpxchg(&pib_state[pfn], s, s | PIB_S_PENDING) == s;
 }
 
 /*
@@ -100,7 +110,8 @@ void pib_forget_stale(struct page *page)
  * unpin, or that stays a table after it (another table's entry still
  * points at it: stats/held), stays ours for good, never reused.  With
  * borrowed, the pages are not ours to cache or put (tables the kernel may
- * be freeing right now): only the frames are converted.
+ * be freeing right now): only the frames are converted, and forgotten.
+ * b->pages[] is left as it was, for the caller.
  */
 void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 {
@@ -140,20 +151,27 @@ void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed)
 		if (!(s & PIB_S_SEMI)) {
 			if (!borrowed)
 				pib_free_frame(page);
+			else
+				WRITE_ONCE(pib_state[page_to_pfn(page)], 0);
 			continue;
 		}
 		/* A root is not cached: only a p4d would take it. */
 		if (!borrowed && !(s & PIB_S_ROOT) && pib_push(level, page))
 			continue;
-		b->pages[m] = page;
 		pib_op(&b->ops[m++], KVM_PAGETYPE_OP_TO_WRITABLE,
 		       page_to_pfn(page));
 	}
-	if (m) {
-		pib_run(b->ops, m);
-		for (i = 0; i < m; i++)
-			if (!b->ops[i].result && !borrowed)
-				pib_free_frame(b->pages[i]);
+	if (!m)
+		return;
+	pib_run(b->ops, m);
+	for (i = 0; i < m; i++) {
+		page = pfn_to_page(b->ops[i].arg);
+		if (b->ops[i].result)
+			continue;	/* semi-writable: never reused */
+		if (!borrowed)
+			pib_free_frame(page);
+		else
+			WRITE_ONCE(pib_state[page_to_pfn(page)], 0);
 	}
 }
 
@@ -207,15 +225,39 @@ static void pib_release_tables(struct list_head *list)
 }
 
 /*
- * Pin frame pfn at a level.  In fine-grained mode a writable frame is
- * made semi-writable in the same batch (*semi says which it is, before
- * and after); a pin that raced a switch to fine-grained mode is retried
- * that way.  A refused pin leaves the frame writable.
+ * debugfs pibooster/test_refuse_pins, for tests only: the next pins of
+ * tables of one process are refused as a host out of memory refuses
+ * them (R_IO), without reaching the backend.
  */
-static bool pib_pin(unsigned long pfn, int level, u8 *semi)
+static pid_t pib_refuse_tgid;
+static atomic_t pib_refuse_left = ATOMIC_INIT(0);
+
+void pib_test_refuse_pins(pid_t tgid, int n)
+{
+	atomic_set(&pib_refuse_left, 0);
+	WRITE_ONCE(pib_refuse_tgid, tgid);
+	atomic_set(&pib_refuse_left, n);
+}
+
+static bool pib_test_refused(void)
+{
+	return unlikely(atomic_read(&pib_refuse_left)) &&
+	       READ_ONCE(pib_refuse_tgid) == task_tgid_nr(current) &&
+	       atomic_dec_if_positive(&pib_refuse_left) >= 0;
+}
+
+/*
+ * Pin frame pfn at a level; returns the pin's result.  In fine-grained
+ * mode a writable frame is made semi-writable in the same batch (*semi
+ * says which it is, before and after); a pin that raced a switch to
+ * fine-grained mode is retried that way.  A refused pin leaves the frame
+ * writable if the backend lets it (*semi 0).
+ */
+static u16 pib_pin(unsigned long pfn, int level, u8 *semi)
 {
 	struct kvm_pagetype_op ops[2];
 	u32 n = 0, pin;
+	u16 r;
 
 	if (!*semi && READ_ONCE(pib_cache_on)) {
 		pib_op(&ops[n++], KVM_PAGETYPE_OP_TO_SEMI, pfn);
@@ -223,39 +265,59 @@ static bool pib_pin(unsigned long pfn, int level, u8 *semi)
 	}
 	pin = n;
 	pib_op(&ops[n++], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
-	__pib_run(ops, n);	/* counted below: a pin refused for the mode is retried */
-	if (ops[pin].result == KVM_PAGETYPE_R_MODE && !*semi) {
-		/* The cache went on since we looked: fine-grained now. */
-		atomic_long_inc(&pib_stats[PIB_MODE_RETRIES]);
-		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_SEMI, pfn);
-		pib_op(&ops[1], KVM_PAGETYPE_OP_PIN_L1 + level - 1, pfn);
-		pib_run(ops, 2);
-		*semi = PIB_S_SEMI;
-		pin = 1;
+	if (pib_test_refused()) {
+		/* Nothing ran, so nothing is counted but stats/refused. */
+		ops[0].result = KVM_PAGETYPE_R_SKIPPED;
+		ops[pin].result = KVM_PAGETYPE_R_IO;
 	} else {
-		pib_count_ops(ops, n);
+		/* counted below: a pin refused for the mode is retried */
+		__pib_run(ops, n);
+		if (ops[pin].result == KVM_PAGETYPE_R_MODE && !*semi) {
+			/* The cache went on since we looked: fine-grained. */
+			atomic_long_inc(&pib_stats[PIB_MODE_RETRIES]);
+			pib_op(&ops[0], KVM_PAGETYPE_OP_TO_SEMI, pfn);
+			pib_op(&ops[1], KVM_PAGETYPE_OP_PIN_L1 + level - 1,
+			       pfn);
+			pib_run(ops, 2);
+			*semi = PIB_S_SEMI;
+			pin = 1;
+		} else {
+			pib_count_ops(ops, n);
+		}
 	}
-	if (!ops[pin].result)
-		return true;
-	if (*semi && (!pin || !ops[0].result)) {
+	r = ops[pin].result;
+	if (!r)
+		return r;
+	if (pin && ops[0].result) {
+		*semi = 0;	/* never made semi-writable */
+	} else if (*semi) {
 		pib_op(&ops[0], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
 		pib_run(ops, 1);
+		if (!ops[0].result)
+			*semi = 0;
 	}
-	return false;
+	return r;
 }
 
 /*
  * A table at a level: from the cache when it is on and has one,
  * else from the page allocator (PiBooster's miss: the coarse path for
- * this frame); pinned before it is returned.  A table the backend
- * refuses to pin is handed out as the stock kernel would (counted as an
- * error: the rules and the cache disagree).
+ * this frame); pinned before it is returned.  A frame beyond the frames
+ * the module covers, or any frame once the backend runs no op (the device
+ * gone, the kernel going down), is handed out as the stock kernel would:
+ * a pinned table it is linked under is validated by reference, or the
+ * host has forgotten them all.  A table the backend refuses to pin is not
+ * handed out: the same frame linked under a pinned table would be refused
+ * too, and the guest killed.  The allocation fails instead, as when
+ * memory runs out (a fault is retried, a fork fails with ENOMEM);
+ * stats/refused counts them.
  */
 struct page *__pib_table_alloc(int level, gfp_t gfp)
 {
 	struct page *page = NULL;
 	unsigned long pfn;
 	u8 semi = 0;
+	u16 r;
 
 	if (READ_ONCE(pib_cache_on)) {
 		page = pib_pop(level);
@@ -278,10 +340,22 @@ struct page *__pib_table_alloc(int level, gfp_t gfp)
 		pib_forget_stale(page);
 	}
 	pfn = page_to_pfn(page);
-	if (!pib_pin(pfn, level, &semi)) {
+	r = pib_pin(pfn, level, &semi);
+	if (r == KVM_PAGETYPE_R_SKIPPED) {
 		WRITE_ONCE(pib_state[pfn], 0);
 		atomic_long_inc(&pib_stats[PIB_STOCK]);
 		return page;
+	}
+	if (r) {
+		atomic_long_inc(&pib_stats[PIB_REFUSED]);
+		if (semi) {
+			/* Not writable again: kept out of use, as a held one. */
+			WRITE_ONCE(pib_state[pfn], semi | level);
+			atomic_long_inc(&pib_stats[PIB_HELD]);
+		} else {
+			pib_free_frame(page);
+		}
+		return NULL;
 	}
 	if (pib_lifetime_ref(level))
 		page_ref_inc(page);
@@ -306,16 +380,20 @@ DEFINE_SRCU(pib_early_srcu);
 struct page *pib_table_alloc(struct mm_struct *mm, int level, gfp_t gfp)
 {
 	struct page *page;
+	int idx;
 	u64 t0;
 
 	if (mm == pib_init_mm)
 		return alloc_page(gfp);
+	idx = srcu_read_lock(&pib_early_srcu);
 	if (!READ_ONCE(pib_patched)) {
+		srcu_read_unlock(&pib_early_srcu, idx);
 		atomic_long_inc(&pib_stats[PIB_EARLY]);
 		return alloc_page(gfp);
 	}
 	t0 = ktime_get_ns();
 	page = __pib_table_alloc(level, gfp);
+	srcu_read_unlock(&pib_early_srcu, idx);
 	if (page) {
 		atomic64_inc(&pib_lat[level - 1].allocs);
 		atomic64_add(ktime_get_ns() - t0, &pib_lat[level - 1].alloc_ns);
@@ -333,28 +411,18 @@ void pib_tables_patched(void)
 }
 
 /*
- * The patch is going: tasks leave the hooks one by one, and what they
- * allocate then is linked under tables we pinned.  Pin nothing more (the
- * host validates those links by reference; stats/early counts them);
- * what is pinned is unpinned when the frames come back, or at exit.
- */
-void pib_tables_unpatching(void)
-{
-	WRITE_ONCE(pib_roots, false);
-	WRITE_ONCE(pib_patched, false);
-}
-
-/*
  * The root.  Under 4-level paging the pgd is an L4 table, but pgd_alloc()
  * and pgd_free() cannot be replaced from a module: they fill and empty
  * pgd_list under pgd_lock, neither exported.  So a root is pinned just
  * before the first table is linked into it (the first __pud_alloc() of an
- * mm: the p4d level is folded into the pgd), and taken back when the
- * kernel lets go of it: we hold a reference on its page, pgd_free()'s
- * free_pages() then frees only the block's second page (with page-table
- * isolation off, unused) and leaves the first to us, and the sweep finds
- * its count down to ours.  A root whose user half already points at
- * tables we did not pin (an mm from before the module) stays the kernel's.
+ * mm: the p4d level is folded into the pgd), and unpinned when its user
+ * half empties (the hook that frees its last L3 table, in exit_mmap() at
+ * the latest), while the kernel still has it: pgd_free() then frees a
+ * frame the host has forgotten, whole.  (Holding a reference on the page
+ * instead would split pgd_free()'s order-1 block, which is charged to the
+ * mm's memory cgroup as one: a page of charge would outlive every root.)
+ * A root whose user half already points at tables we did not pin (an mm
+ * from before the module) stays the kernel's.
  * With page-table isolation on, a root is two tables (the user half is
  * the second page): roots are left to the kernel then.
  */
@@ -392,18 +460,179 @@ void pib_root_pin(struct mm_struct *mm)
 	if ((READ_ONCE(pib_state[pfn]) & PIB_S_TABLE) || !READ_ONCE(pib_roots) ||
 	    !pib_root_pinnable(mm->pgd))
 		goto out;
-	if (!pib_pin(pfn, 4, &semi)) {
+	if (pib_pin(pfn, 4, &semi)) {
 		/* The rules refuse this kernel's roots: stop trying. */
 		WRITE_ONCE(pib_roots, false);
 		pr_warn("a root was refused: roots left to the kernel from now on\n");
 		goto out;
 	}
-	get_page(page);
 	atomic_long_inc(&pib_levels[3].tables);
 	atomic_long_inc(&pib_stats[PIB_ROOTS]);
 	WRITE_ONCE(pib_state[pfn], PIB_S_TABLE | PIB_S_ROOT | semi | 4);
 out:
 	mutex_unlock(&pib_root_lock);
+}
+
+static bool pib_root_empty(pgd_t *pgd)
+{
+	unsigned int i;
+
+	for (i = 0; i < KERNEL_PGD_BOUNDARY; i++)
+		if (READ_ONCE(pgd[i].pgd) & _PAGE_PRESENT)
+			return false;
+	return true;
+}
+
+/*
+ * Unpin the claimed roots b->pages[0..n): the caller holds pib_root_lock,
+ * so no pgd_free() can be past the hook that empties one.  A root the
+ * host does not let go of whole (unpin or conversion refused) is kept out
+ * of use with a reference.
+ */
+static void pib_root_unpin(struct pib_batch *b, u32 n)
+{
+	u32 i;
+
+	pib_release_pages(b, n, true);
+	for (i = 0; i < n; i++) {
+		if (READ_ONCE(pib_state[page_to_pfn(b->pages[i])]))
+			get_page(b->pages[i]);
+		else
+			atomic_long_inc(&pib_stats[PIB_ROOTS_FREED]);
+	}
+}
+
+/*
+ * A hook freed one of @mm's L3 tables, its entry in the root already
+ * cleared: if that was the last, unpin the root before pgd_free() can
+ * give its frame back.  The next __pud_alloc() pins it again.
+ */
+void pib_root_emptied(struct mm_struct *mm)
+{
+	struct page *page = virt_to_page(mm->pgd);
+	unsigned long pfn = page_to_pfn(page);
+	struct pib_batch *b;
+	u8 s;
+
+	if (mm == pib_init_mm || pfn >= pib_nr_frames ||
+	    !(READ_ONCE(pib_state[pfn]) & PIB_S_ROOT))
+		return;
+	mutex_lock(&pib_root_lock);
+	s = READ_ONCE(pib_state[pfn]);
+	if ((s & PIB_S_ROOT) && pib_root_empty(mm->pgd) && pib_claim(pfn, s)) {
+		b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+		b->pages[0] = page;
+		pib_root_unpin(b, 1);
+		kfree(b);
+	}
+	mutex_unlock(&pib_root_lock);
+}
+
+/*
+ * Claim the live table at pfn of @level for pib_unpin_live(); an L2..L4
+ * table also gets a reference, so that a stock free cannot hand the frame
+ * to the allocator before the host has let it go.  A root needs none:
+ * pib_root_lock keeps its mm's hook, and so pgd_free(), waiting.
+ */
+static bool pib_claim_live(unsigned long pfn, int level)
+{
+	u8 s = READ_ONCE(pib_state[pfn]);
+	struct page *page;
+
+	if ((s & (PIB_S_TABLE | PIB_S_PENDING | PIB_S_LEVEL)) !=
+	    (PIB_S_TABLE | level))
+		return false;
+	if (pib_holds_ref(s) || (s & PIB_S_ROOT))
+		return pib_claim(pfn, s);
+	page = pfn_to_page(pfn);
+	if (!get_page_unless_zero(page))
+		return false;
+	if (pib_claim(pfn, s))
+		return true;
+	put_page(page);
+	return false;
+}
+
+/* Unpin the claimed live tables b->pages[0..n) of @level. */
+static void pib_unpin_claimed(struct pib_batch *b, u32 n, int level)
+{
+	u32 i;
+
+	if (level == 1) {
+		/* Our lifetime reference goes with the frame (cache off). */
+		pib_release_pages(b, n, false);
+		return;
+	}
+	if (READ_ONCE(pib_state[page_to_pfn(b->pages[0])]) & PIB_S_ROOT) {
+		pib_root_unpin(b, n);
+		return;
+	}
+	pib_release_pages(b, n, true);
+	/*
+	 * A frame the host let go of whole is forgotten (state 0): the
+	 * reference goes.  One still a table keeps it for pib_drain(); one
+	 * held below another table, or left semi-writable, for good.
+	 */
+	for (i = 0; i < n; i++)
+		if (!READ_ONCE(pib_state[page_to_pfn(b->pages[i])]))
+			put_page(b->pages[i]);
+}
+
+/*
+ * Unpin every live table of ours, top level first, roots with the other
+ * L4 tables but in batches of their own.  The hooks still run and may
+ * free any of them meanwhile: pib_claim() gives each frame one owner.
+ */
+static void pib_unpin_live(void)
+{
+	struct pib_batch *b = kmalloc(sizeof(*b), GFP_KERNEL | __GFP_NOFAIL);
+	unsigned long pfn;
+	int level, root;
+	u32 n;
+
+	mutex_lock(&pib_root_lock);
+	for (level = PIB_LEVELS; level >= 1; level--) {
+		for (root = level == 4; root >= 0; root--) {
+			n = 0;
+			for (pfn = 0; pfn < pib_nr_frames; pfn++) {
+				pib_walk_resched(pfn);
+				if (!!(READ_ONCE(pib_state[pfn]) &
+				       PIB_S_ROOT) != root ||
+				    !pib_claim_live(pfn, level))
+					continue;
+				b->pages[n] = pfn_to_page(pfn);
+				if (++n == KVM_PAGETYPE_MAX_BATCH) {
+					pib_unpin_claimed(b, n, level);
+					n = 0;
+				}
+			}
+			if (n)
+				pib_unpin_claimed(b, n, level);
+		}
+	}
+	mutex_unlock(&pib_root_lock);
+	kfree(b);
+}
+
+/*
+ * The patch is going (pre_unpatch: every task still runs the hooks).
+ * Tasks will leave them one by one, and a stock free would give the page
+ * allocator a frame still pinned at the host, whose next owner's stores
+ * would then be taken as table writes.  So: pin nothing more (allocations
+ * in flight finish first: pib_early_srcu), turn the cache off, and unpin
+ * every live table now.  What the tasks allocate and link from here on
+ * stays the kernel's (stats/early); the host validates links into the
+ * tables still pinned meanwhile by reference.  Tables freed through a
+ * hook before the last task leaves come back through the reaper; the
+ * rest of the work is pib_drain()'s, at exit.
+ */
+void pib_tables_unpatching(void)
+{
+	WRITE_ONCE(pib_roots, false);
+	WRITE_ONCE(pib_patched, false);
+	synchronize_srcu(&pib_early_srcu);
+	pib_set_cache(false);
+	pib_unpin_live();
 }
 
 bool pib_pinned(struct page *page)
@@ -450,12 +679,17 @@ void pib_table_freeing(struct page *page)
 
 	if (pfn >= pib_nr_frames)
 		return;
-	s = READ_ONCE(pib_state[pfn]);
-	if (!(s & PIB_S_TABLE))
-		return;		/* not ours: a table from before the module */
+	/*
+	 * Not ours (a table from before the module), or claimed already by
+	 * pib_unpin_live(), which has a reference until the host let it go.
+	 */
+	do {
+		s = READ_ONCE(pib_state[pfn]);
+		if ((s & (PIB_S_TABLE | PIB_S_PENDING)) != PIB_S_TABLE)
+			return;
+	} while (!pib_claim(pfn, s));
 	if (!pib_lifetime_ref(s & PIB_S_LEVEL))
 		page_ref_inc(page);
-	WRITE_ONCE(pib_state[pfn], s | PIB_S_PENDING);
 	spin_lock(&pib_pending_lock);
 	first = list_empty(&pib_pending);
 	list_add_tail(&page->lru, &pib_pending);
@@ -484,15 +718,12 @@ static void pib_sweep(struct list_head *ready)
 		page = pfn_to_page(pfn);
 		if (page_ref_count(page) != 1)
 			continue;
-		/* A hook marks PENDING before the kernel drops its count. */
+		/* A hook claims the frame before the kernel drops its count. */
 		smp_rmb();
-		s = READ_ONCE(pib_state[pfn]);
-		if (s & PIB_S_PENDING)
+		if (!pib_claim(pfn, READ_ONCE(pib_state[pfn])))
 			continue;
-		WRITE_ONCE(pib_state[pfn], s | PIB_S_PENDING);
 		list_add_tail(&page->lru, ready);
-		atomic_long_inc(&pib_stats[s & PIB_S_ROOT ? PIB_ROOTS_FREED :
-					   PIB_FREED_INLINE]);
+		atomic_long_inc(&pib_stats[PIB_FREED_INLINE]);
 	}
 }
 

@@ -104,17 +104,55 @@ IOMMU_L1 = dict(l1_machine="q35,kernel-irqchip=split",
                 cmdline="intel_iommu=on")
 
 
+# Checkpoints of a nested test: at `checkpoint NAME` level 2 prints
+# "vmtest: checkpoint NAME" and waits on its virtio port "ack" (ACK_PORT,
+# among its QEMU arguments); level 1's `checkpoint GUEST NAME` waits for
+# that line, copies the host's counters to /tmp/host-NAME (for
+# l2_collect), does what the script put between the two, and answers.
+ACK_PORT = ["-chardev", "pipe,id=ack,path=/tmp/ack",
+            "-device", "virtserialport,bus=vmtest-serial.0,chardev=ack,"
+            "name=ack"]
+
+CHECKPOINT_L2 = r"""
+ack=
+for d in /sys/class/virtio-ports/*; do
+	read -r n <"$d/name" && test "$n" = ack && ack=/dev/${d##*/}
+done
+test -c "$ack" || { echo "no ack port"; exit 1; }
+checkpoint() { echo "vmtest: checkpoint $1"; read -r _ <"$ack"; }
+"""
+
+CHECKPOINT_L1 = r"""
+mount -t debugfs none /sys/kernel/debug
+insmod /lib/modules/extra/kvm_pagetype.ko
+mkfifo /tmp/ack.in /tmp/ack.out
+# held open here, so that a write never waits for a reader
+exec 3<>/tmp/ack.in
+checkpoint_seen() {
+	wait_l2_console "$1" "vmtest: checkpoint $2" &&
+	cp /sys/kernel/debug/kvm_pagetype/global /tmp/host-$2
+}
+checkpoint_go() { echo go >&3; }
+checkpoint() { checkpoint_seen "$1" "$2" && checkpoint_go; }
+"""
+
+
 def run_nested(name, l2_script, l1_script, qemu_args, l2_programs=(),
                l2_collect=(), timeout=180, l2_timeout=120, l2_cmdline="",
-               **l1_opts):
+               l2_files=None, **l1_opts):
     """Level 2 @name (1 vCPU, 256 MiB, pibooster.ko, pt-storm and
-    @l2_programs, -device pagetype..., @l2_cmdline) under a TCG level 1 with
+    @l2_programs, @l2_files (Guest's files, or a function of the level-2
+    kernel that returns them), -device pagetype..., @l2_cmdline) under a
+    TCG level 1 with
     kvm_amd npt=0 and kvm_pagetype.ko running @l1_script; a level 1 that
     dies or hangs is tried again twice.  Both must pass; returns their
     Results (level 1, level 2)."""
     l2 = Guest(name, l2_script, shell_libs=[HELPERS], modules=[builddir(*KO)],
                programs=[builddir(*STORM)] + list(l2_programs),
                memory=256, smp=1, qemu_args=qemu_args, cmdline=l2_cmdline)
+    if callable(l2_files):
+        l2_files = l2_files(l2.kernel)
+    l2.files.update(l2_files or {})
     l1 = nested(l1_script, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
                 l2_collect=list(l2_collect), l2_timeout=l2_timeout,

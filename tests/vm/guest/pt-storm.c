@@ -2,9 +2,9 @@
 /*
  * pt-storm: page-table churn with a checked result.
  *
- *   pt-storm [-m fork|exec|sh] [-n iterations] [-s seconds] [-w spans]
- *            [-S seconds]
- *   pt-storm -H MiB
+ *   pt-storm [-m fork|exec|sh|threads|exit] [-n iterations] [-s seconds]
+ *            [-w spans] [-S seconds]
+ *   pt-storm -H MiB [-R pins]
  *   pt-storm -V seconds
  *
  * The parent populates a few megabytes (so that fork copies page tables);
@@ -14,7 +14,13 @@
  * of its own into each page it touches, checks it, checks that it still
  * sees the parent's pages as they were, and exits 0.  With -m exec the
  * child first execs `pt-storm --child`, with -m sh it runs that through
- * `/bin/sh -c`.  Any wrong byte or failed call fails the run: the exit
+ * `/bin/sh -c`; with -m threads it does its work in THREADS threads at
+ * once, each at its own addresses in the one mm, so that they allocate
+ * and free tables under shared upper-level tables concurrently; with
+ * -m exit the parent maps nothing more and each child exits at once (the
+ * fork copied the tables of the binary, its data and its stack: a
+ * short-lived process's whole life).  Any
+ * wrong byte or failed call fails the run: the exit
  * status is the number of failed children (at most 100) and the last line
  * says "pt-storm: N iterations, F failures".  -w N has each child also
  * touch N more 2 MiB spans, each its own PTE table (up to 4096), and -S
@@ -22,7 +28,9 @@
  * lets go.
  *
  * -H MiB is memory pressure instead: touch that much anonymous memory,
- * page by page, and exit 0 (or be killed by the OOM killer).
+ * page by page, and exit 0 (or be killed by the OOM killer).  With -R N
+ * pibooster.ko first refuses its next N table pins (the test-only debugfs
+ * pibooster/test_refuse_pins): the faults that needed them are retried.
  *
  * -V seconds is a DMA victim: one page of 0xab bytes, its frame printed
  * ("victim pfn 0x..."), then after that many seconds "victim landed" if
@@ -30,6 +38,7 @@
  * intact".
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +56,9 @@
 #define SPAN_512G	(512UL << 30)
 /* Where the child maps: far from the binary, the heap and the stack. */
 #define CHILD_BASE	(16UL << 40)
+/* -m threads: so many, each 16 GiB from the last (one L3 table for all). */
+#define THREADS		4
+#define THREAD_STEP	(16 * SPAN_1G)
 
 static uint8_t *parent_mem;
 static long wide, hold;
@@ -92,30 +104,78 @@ static int churn(uintptr_t hint, size_t len, size_t stride, unsigned int seed,
 	return bad;
 }
 
-static int child_work(void)
+static int work_at(uintptr_t base, unsigned int seed)
 {
-	unsigned int seed = (unsigned int)getpid();
 	int bad = 0, i;
 	size_t off;
 
 	/* 32 PTE tables under one PMD table. */
-	bad |= churn(CHILD_BASE, 64UL << 20, SPAN_2M, seed, 0);
+	bad |= churn(base, 64UL << 20, SPAN_2M, seed, 0);
 	/* 4 PMD tables under one PUD table, and their PTE tables. */
 	for (i = 0; i < 4; i++)
-		bad |= churn(CHILD_BASE + (i + 1) * SPAN_1G, SPAN_2M,
+		bad |= churn(base + (i + 1) * SPAN_1G, SPAN_2M,
 			     4096, seed + i, 0);
 	/* 2 PUD tables. */
 	for (i = 0; i < 2; i++)
-		bad |= churn(CHILD_BASE + (i + 1) * SPAN_512G, 4096, 4096,
+		bad |= churn(base + (i + 1) * SPAN_512G, 4096, 4096,
 			     seed + 7 + i, 0);
 	/* wide PTE tables, under PMD tables of their own */
 	if (wide)
-		bad |= churn(CHILD_BASE + 8 * SPAN_1G, wide * SPAN_2M, SPAN_2M,
+		bad |= churn(base + 8 * SPAN_1G, wide * SPAN_2M, SPAN_2M,
 			     seed + 11, 1);
 	if (parent_mem)
 		for (off = 0; off < PARENT_SIZE; off += 4096)
 			bad |= parent_mem[off] != pattern(off, 0);
 	return bad;
+}
+
+struct thread_work {
+	pthread_t tid;
+	uintptr_t base;
+	unsigned int seed;
+	int bad;
+};
+
+static void *thread_main(void *arg)
+{
+	struct thread_work *w = arg;
+
+	w->bad = work_at(w->base, w->seed);
+	return NULL;
+}
+
+static int child_work(void)
+{
+	return work_at(CHILD_BASE, (unsigned int)getpid());
+}
+
+static int threads_work(void)
+{
+	struct thread_work w[THREADS];
+	int bad = 0, i;
+
+	/* -w spans must stay below the next thread's addresses */
+	T_ASSERT(8 * SPAN_1G + wide * SPAN_2M <= THREAD_STEP, "-w %ld", wide);
+	for (i = 0; i < THREADS; i++) {
+		w[i].base = CHILD_BASE + i * THREAD_STEP;
+		w[i].seed = (unsigned int)getpid() + 101 * i;
+		T_EQ(pthread_create(&w[i].tid, NULL, thread_main, &w[i]), 0);
+	}
+	for (i = 0; i < THREADS; i++) {
+		T_EQ(pthread_join(w[i].tid, NULL), 0);
+		bad |= w[i].bad;
+	}
+	return bad;
+}
+
+static void refuse_pins(long n)
+{
+	const char *path = "/sys/kernel/debug/pibooster/test_refuse_pins";
+	FILE *f = fopen(path, "w");
+
+	T_ASSERT(f, "%s", path);
+	T_ASSERT(fprintf(f, "%d %ld\n", (int)getpid(), n) > 0 && !fclose(f),
+		 "%s", path);
 }
 
 static int hog(long mib)
@@ -167,14 +227,15 @@ static int victim(long seconds)
 int main(int argc, char **argv)
 {
 	const char *mode = "fork";
-	long iterations = 100, seconds = 0, i, failures = 0;
+	long iterations = 100, seconds = 0, i, failures = 0, hog_mib = 0;
+	long refuse = 0;
 	time_t end;
 	size_t off;
 	int c;
 
 	if (argc == 2 && !strcmp(argv[1], "--child"))
 		return child_work();
-	while ((c = getopt(argc, argv, "m:n:s:w:S:H:V:")) != -1) {
+	while ((c = getopt(argc, argv, "m:n:s:w:S:H:R:V:")) != -1) {
 		switch (c) {
 		case 'm':
 			mode = optarg;
@@ -193,21 +254,35 @@ int main(int argc, char **argv)
 			hold = atol(optarg);
 			break;
 		case 'H':
-			return hog(atol(optarg));
+			hog_mib = atol(optarg);
+			break;
+		case 'R':
+			refuse = atol(optarg);
+			break;
 		case 'V':
 			return victim(atol(optarg));
 		default:
-			fprintf(stderr, "usage: pt-storm [-m fork|exec|sh] [-n N] [-s S] [-w N] [-S S] | -H MiB | -V S\n");
+			fprintf(stderr, "usage: pt-storm [-m fork|exec|sh|threads|exit] [-n N] [-s S] [-w N] [-S S] | -H MiB [-R N] | -V S\n");
 			return 2;
 		}
 	}
+	if (hog_mib) {
+		if (refuse)
+			refuse_pins(refuse);
+		return hog(hog_mib);
+	}
 	T_ASSERT(!strcmp(mode, "fork") || !strcmp(mode, "exec") ||
-		 !strcmp(mode, "sh"), "mode %s", mode);
-	parent_mem = mmap(NULL, PARENT_SIZE, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	T_ASSERT(parent_mem != MAP_FAILED, "mmap");
-	for (off = 0; off < PARENT_SIZE; off += 4096)
-		parent_mem[off] = pattern(off, 0);
+		 !strcmp(mode, "sh") || !strcmp(mode, "threads") ||
+		 !strcmp(mode, "exit"),
+		 "mode %s", mode);
+	/* -m exit: the few tables of the binary, its data and stack only */
+	if (strcmp(mode, "exit")) {
+		parent_mem = mmap(NULL, PARENT_SIZE, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		T_ASSERT(parent_mem != MAP_FAILED, "mmap");
+		for (off = 0; off < PARENT_SIZE; off += 4096)
+			parent_mem[off] = pattern(off, 0);
+	}
 	end = time(NULL) + seconds;
 	for (i = 0; seconds ? time(NULL) < end : i < iterations; i++) {
 		int status;
@@ -221,6 +296,10 @@ int main(int argc, char **argv)
 			else if (!strcmp(mode, "sh"))
 				execl("/bin/sh", "sh", "-c",
 				      "exec pt-storm --child", (char *)NULL);
+			else if (!strcmp(mode, "threads"))
+				_exit(threads_work());
+			else if (!strcmp(mode, "exit"))
+				_exit(0);
 			else
 				_exit(child_work());
 			_exit(127);

@@ -27,7 +27,8 @@ A level 1 that dies or hangs is tried again, twice at most
 
 from vmtest import builddir, check, main
 from pibooster import (run_nested, stats, check_unload, host_counters,
-                       check_host_agrees)
+                       check_host_agrees, ACK_PORT, CHECKPOINT_L1,
+                       CHECKPOINT_L2)
 
 # tests/vm/guest/pt-before.c: PUD_SPANS, SHARE_PAGES
 PUD_SPANS = 4
@@ -38,14 +39,7 @@ PATHS = ("thp", "pud", "share")
 REF = {"thp": 1, "pud": 1 + PUD_SPANS, "share": 1}
 CHECKPOINTS = ("loaded",) + PATHS + ("unloaded",)
 
-L2_SCRIPT = r"""
-ack=
-for d in /sys/class/virtio-ports/*; do
-	read -r n <"$d/name" && test "$n" = ack && ack=/dev/${d##*/}
-done
-test -c "$ack" || { echo "no ack port"; exit 1; }
-# level 1 copies the host's counters, then answers on the port
-checkpoint() { echo "vmtest: checkpoint $1"; read -r _ <"$ack"; }
+L2_SCRIPT = CHECKPOINT_L2 + r"""
 echo madvise >/sys/kernel/mm/transparent_hugepage/enabled
 echo %(huge)d >/proc/sys/vm/nr_hugepages
 # (a sysctl reads only from offset 0: read, a byte at a time, sees EOF)
@@ -77,25 +71,14 @@ pib_unload
 checkpoint unloaded
 """ % {"paths": " ".join(PATHS), "huge": SHARE_PAGES + 2}
 
-L1_SCRIPT = r"""
-mount -t debugfs none /sys/kernel/debug
-insmod /lib/modules/extra/kvm_pagetype.ko
-mkfifo /tmp/ack.in /tmp/ack.out
-# held open here, so that a write never waits for a reader
-exec 3<>/tmp/ack.in
+L1_SCRIPT = CHECKPOINT_L1 + r"""
 start_l2 pibooster-before
 for c in %s; do
-	wait_l2_console pibooster-before "vmtest: checkpoint $c" || break
-	cp /sys/kernel/debug/kvm_pagetype/global /tmp/host-$c
-	echo go >&3
+	checkpoint pibooster-before $c || break
 done
 wait_l2
 cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 """ % " ".join(CHECKPOINTS)
-
-ACK_PORT = ["-chardev", "pipe,id=ack,path=/tmp/ack",
-            "-device", "virtserialport,bus=vmtest-serial.0,chardev=ack,"
-            "name=ack"]
 
 
 def test():

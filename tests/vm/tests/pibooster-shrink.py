@@ -10,7 +10,10 @@ cached frames: a bad link word (written through the test-only debugfs
 test_corrupt_link: the kernel has no way to make one) to a kernel text
 frame, beyond memory and to an L1 table, found at the next pop, the rest
 of the list given back; a hardware memory error on a cached frame
-(hwpoison_inject), which is never handed out.  The module's counts
+(hwpoison_inject), which is never handed out; pins refused as a host out
+of memory refuses them (the test-only debugfs test_refuse_pins): no
+table goes out unpinned, the faults that wanted one are retried and the
+process finishes.  The module's counts
 balance throughout and page tables and free memory are back after
 unload."""
 
@@ -108,6 +111,10 @@ echo "threshold-p $t $a $b $c $d $ta $tb $tc $td"
 wait $h; cat /tmp/hold
 echo none >$P/threshold
 read t <$P/threshold; echo "threshold-none $t"
+read f0 <$P/stats/refused; read e0 <$P/stats/errors; read s0 <$P/stats/stock
+pt-storm -H 16 -R 3 || { echo "the refused process failed"; exit 1; }
+read f <$P/stats/refused; read e <$P/stats/errors; read s1 <$P/stats/stock
+echo "refused $((f - f0)) $((e - e0)) $((s1 - s0))"
 for v in abc 101% -1 "" 1x; do
 	if echo "$v" >$P/shrink 2>/dev/null; then echo "shrink took '$v'"; exit 1; fi
 done
@@ -201,6 +208,10 @@ def test():
     # 5-level paging (TCG's -cpu max has LA57): the holder's p4d is an L4
     check(tables[3] > 0, "no p4d table pinned: tables %s" % tables)
     check(nums(text, "threshold-none") == ["none"], "threshold none")
+    refused, errors, stock = nums(text, "refused")
+    check(refused == 3 and errors == 0 and stock == 0,
+          "3 pins to refuse: %d refused, %d op errors, %d tables handed "
+          "out unpinned" % (refused, errors, stock))
     hc, state, poisoned = nums(text, "poison")
     check(hc == 4, "no frame poisoned: HardwareCorrupted %s kB" % hc)
     check(state in ("gone", "l1-cached") and poisoned == 1,
