@@ -26,10 +26,15 @@
 #define T_FRAME	0x100
 
 /*
- * How long a level-1 thread may wait while one store validates the most a
- * store may: measured under TCG (docs/testing.md), with room.
+ * Level 1 (one CPU) stays responsive while one store validates the most a
+ * store may: in one of SUBTREE_ROUNDS links at least, a thread of level 1
+ * waits less than half the link's time (were there no scheduling point
+ * between tables, a spinlock held across them say, it would wait all of
+ * it; the allocations and guest-memory reads are such points, as is the
+ * engine's own cond_resched).  The best of several rounds, so that one stall of the
+ * host's own, which lengthens both, decides nothing.
  */
-#define SUBTREE_GAP_MAX_MS	2000
+#define SUBTREE_ROUNDS		5
 
 static uint32_t word(uint32_t type, uint32_t flags, uint32_t count)
 {
@@ -409,7 +414,7 @@ static void lay_subtree(struct kt_vm *vm)
 }
 
 static volatile bool gap_stop;
-static uint64_t gap_max_ns;
+static volatile uint64_t gap_max_ns;
 
 static uint64_t now_ns(void)
 {
@@ -442,33 +447,52 @@ static void *gap_watch(void *arg)
  */
 KVMTEST(subtree)
 {
+	uint64_t v = 0, t0, link = 0, gap = 0, unlink = 0, refuse;
 	struct kvm_pagetype_stats s;
-	uint64_t v = 0, t0, link, unlink, refuse;
 	struct kt_vm vm;
 	pthread_t watch;
+	unsigned int i;
 
 	T_EQ(pthread_create(&watch, NULL, gap_watch, NULL), 0);
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	lay_subtree(&vm);
-	t0 = now_ns();
-	T_EQ(kt_guest_store(&vm, kt_kva(KT_UL3_GFN * KT_PAGE + 8),
-			    kt_pte(SUB_L2, KT_RW), 8), 0);
-	link = now_ns() - t0;
-	T_EQ(kt_query(&vm, SUB_L2), word(2, VALID, 1));
-	T_EQ(kt_query(&vm, 0x120), word(0, 0, 512));
-	kt_stats(&vm, false, &s);
-	T_EQ(s.ref_validations, KVM_PAGETYPE_VALIDATE_MAX);
-	T_EQ(s.tables[0], 1 + 512);
-	T_EQ(kt_guest_load(&vm, (1ULL << 30) + (511ULL << 21), &v, 0), 0);
-	T_EQ(v, MARK);
-	t0 = now_ns();
-	T_EQ(kt_guest_store(&vm, kt_kva(KT_UL3_GFN * KT_PAGE + 8), 0, 8), 0);
-	unlink = now_ns() - t0;
-	kt_stats(&vm, false, &s);
-	T_EQ(s.devalidations, KVM_PAGETYPE_VALIDATE_MAX);
-	T_EQ(s.tables[0], 1);
-	T_EQ(kt_query(&vm, 0x120), 0);
+	for (i = 1; i <= SUBTREE_ROUNDS; i++) {
+		uint64_t l, g;
+
+		gap_max_ns = 0;
+		t0 = now_ns();
+		T_EQ(kt_guest_store(&vm, kt_kva(KT_UL3_GFN * KT_PAGE + 8),
+				    kt_pte(SUB_L2, KT_RW), 8), 0);
+		l = now_ns() - t0;
+		g = gap_max_ns;
+		printf("subtree: round %u: linking %u tables %llu ms, a "
+		       "level-1 thread's longest wait %llu ms\n", i,
+		       KVM_PAGETYPE_VALIDATE_MAX,
+		       (unsigned long long)l / 1000000,
+		       (unsigned long long)g / 1000000);
+		/* the round whose wait is the smallest share of its link */
+		if (i == 1 || g * link < gap * l) {
+			link = l;
+			gap = g;
+		}
+		T_EQ(kt_query(&vm, SUB_L2), word(2, VALID, 1));
+		T_EQ(kt_query(&vm, 0x120), word(0, 0, 512));
+		kt_stats(&vm, false, &s);
+		T_EQ(s.ref_validations, i * KVM_PAGETYPE_VALIDATE_MAX);
+		T_EQ(s.tables[0], 1 + 512);
+		T_EQ(kt_guest_load(&vm, (1ULL << 30) + (511ULL << 21), &v, 0),
+		     0);
+		T_EQ(v, MARK);
+		t0 = now_ns();
+		T_EQ(kt_guest_store(&vm, kt_kva(KT_UL3_GFN * KT_PAGE + 8), 0,
+				    8), 0);
+		unlink = now_ns() - t0;
+		kt_stats(&vm, false, &s);
+		T_EQ(s.devalidations, i * KVM_PAGETYPE_VALIDATE_MAX);
+		T_EQ(s.tables[0], 1);
+		T_EQ(kt_query(&vm, 0x120), 0);
+	}
 	kt_vm_destroy(&vm);
 
 	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
@@ -490,15 +514,13 @@ KVMTEST(subtree)
 	kt_vm_destroy(&vm);
 	gap_stop = true;
 	pthread_join(watch, NULL);
-	printf("subtree: linking %u tables %llu ms, unlinking %llu ms, "
-	       "refusing %llu ms; a level-1 thread's longest wait %llu ms\n",
-	       KVM_PAGETYPE_VALIDATE_MAX, (unsigned long long)link / 1000000,
+	printf("subtree: unlinking %llu ms, refusing %llu ms\n",
 	       (unsigned long long)unlink / 1000000,
-	       (unsigned long long)refuse / 1000000,
-	       (unsigned long long)gap_max_ns / 1000000);
-	T_ASSERT(gap_max_ns < SUBTREE_GAP_MAX_MS * 1000000ULL,
-		 "level 1 stalled %llu ms",
-		 (unsigned long long)gap_max_ns / 1000000);
+	       (unsigned long long)refuse / 1000000);
+	T_ASSERT(gap * 2 < link,
+		 "level 1 stalled %llu ms of a %llu ms link in its best round",
+		 (unsigned long long)gap / 1000000,
+		 (unsigned long long)link / 1000000);
 }
 
 static void kill_by_batch(uint64_t gpa, uint32_t count)
