@@ -173,6 +173,18 @@ static const struct file_operations pib_bench_fops = {
 	.release = single_release,
 };
 
+/* A test file's write, as a string in buf (size bytes). */
+static int pib_test_line(char *buf, size_t size, const char __user *ubuf,
+			 size_t len)
+{
+	if (len >= size)
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = 0;
+	return 0;
+}
+
 /*
  * debugfs pibooster/test_corrupt_link, for tests only: writing "LEVEL
  * LINK" stores LINK (a frame number plus one, or anything) as the link
@@ -186,11 +198,9 @@ static ssize_t pib_corrupt_write(struct file *file, const char __user *ubuf,
 	int level, ret;
 	long link;
 
-	if (len >= sizeof(buf))
-		return -EINVAL;
-	if (copy_from_user(buf, ubuf, len))
-		return -EFAULT;
-	buf[len] = 0;
+	ret = pib_test_line(buf, sizeof(buf), ubuf, len);
+	if (ret)
+		return ret;
 	if (sscanf(buf, "%d %li", &level, &link) != 2)
 		return -EINVAL;
 	ret = pib_cache_corrupt_link(level, link);
@@ -212,13 +222,11 @@ static ssize_t pib_refuse_write(struct file *file, const char __user *ubuf,
 				size_t len, loff_t *ppos)
 {
 	char buf[48];
-	int pid, n;
+	int pid, n, ret;
 
-	if (len >= sizeof(buf))
-		return -EINVAL;
-	if (copy_from_user(buf, ubuf, len))
-		return -EFAULT;
-	buf[len] = 0;
+	ret = pib_test_line(buf, sizeof(buf), ubuf, len);
+	if (ret)
+		return ret;
 	if (sscanf(buf, "%d %d", &pid, &n) != 2 || pid <= 0 || n < 0)
 		return -EINVAL;
 	pib_test_refuse_pins(pid, n);
