@@ -8,8 +8,11 @@
  *   host.c	backend: the pagetype PCI device (registers, doorbell page)
  *   local.c	backend: kvm_pagetype's rule engine (pt_rules.c) in the guest
  *   cache.c	the per-level caches: push, pop, fill, limits, shrinker
- *   table.c	the kernel's tables: alloc and pin, roots, abandon, the
- *		reaper that takes freed tables back (pending, sweep)
+ *   table.c	the kernel's tables: alloc and pin, abandon, the walk that
+ *		unpins them at unpatch, the reaper that takes freed tables
+ *		back (pending, sweep)
+ *   root.c	roots: pinned before their first L3 link, unpinned when
+ *		their user half empties
  *   hooks.c	the livepatch: the stock page-table functions with the cache
  *   sysfs.c	/sys/kernel/pibooster
  *   debugfs.c	/sys/kernel/debug/pibooster
@@ -189,15 +192,14 @@ void pib_cache_exit(void);
 
 /* table.c */
 extern struct pib_lat pib_lat[PIB_LEVELS];
-extern bool pib_roots;
 extern struct srcu_struct pib_early_srcu;
 bool pib_holds_ref(u8 s);
+bool pib_claim(unsigned long pfn, u8 s);
+u16 pib_pin(unsigned long pfn, int level, u8 *semi);
 void pib_forget_stale(struct page *page);
 void pib_release_pages(struct pib_batch *b, u32 n, bool borrowed);
 struct page *__pib_table_alloc(int level, gfp_t gfp);
 struct page *pib_table_alloc(struct mm_struct *mm, int level, gfp_t gfp);
-void pib_root_pin(struct mm_struct *mm);
-void pib_root_emptied(struct mm_struct *mm);
 void pib_test_refuse_pins(pid_t tgid, int n);
 bool pib_pinned(struct page *page);
 void __pib_table_abandon(struct page *page, int level, struct pib_batch *b);
@@ -208,6 +210,14 @@ void pib_tables_unpatching(void);
 void pib_reaper_start(void);
 void pib_reaper_stop(void);
 bool pib_release_pending(void);
+
+/* root.c */
+extern bool pib_roots;
+void pib_root_pin(struct mm_struct *mm);
+void pib_root_emptied(struct mm_struct *mm);
+void pib_root_unpin(struct pib_batch *b, u32 n);
+void pib_roots_lock(void);
+void pib_roots_unlock(void);
 
 /* hooks.c */
 int pib_hooks_enable(void);

@@ -76,7 +76,8 @@ def test():
                          "-device", "ivshmem-plain,memdev=bar"],
                         l2_programs=[builddir("tests", "vm", "guest",
                                               "mmio-map")],
-                        l2_collect=["/tmp/host"], l2_cmdline="no5lvl")
+                        l2_collect=["/tmp/host"], l2_cmdline="no5lvl",
+                        timeout=190, l2_timeout=150)
     text = r2.text()
     check("backend host doorbell" in text, "not the host backend: " + text)
     coarse, fine = stats(text, "coarse"), stats(text, "fine")
