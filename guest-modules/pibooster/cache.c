@@ -9,9 +9,12 @@
 
 #include <linux/gfp.h>
 #include <linux/kernel.h>
+#include <linux/list_lru.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sched/mm.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
 
@@ -53,7 +56,22 @@ bool pib_cache_on;			/* read under a level lock too */
 static DEFINE_MUTEX(pib_shrink_lock);	/* pib_shrink_batch */
 static struct pib_batch *pib_shrink_batch;
 
-/* ---- the per-level caches: singly-linked by frame number ---- */
+/* ---- the per-level caches: one list per memory cgroup ---- */
+
+/*
+ * A cached frame is listed by a descriptor of ours, never by a word in
+ * the frame: the frame is semi-writable, the guest kernel's to write.
+ * The descriptor is charged to the memory cgroup the frame is charged to,
+ * which puts it on that cgroup's list of the level's list_lru; an
+ * uncharged frame's (a root cgroup's table, a frame with no accounting)
+ * goes on the lru's global list, the root cgroup's.
+ */
+struct pib_cached {
+	struct list_head lru;
+	struct page *page;
+};
+
+static struct kmem_cache *pib_cached_cache;
 
 static unsigned long pib_level_limit(struct pib_level *l)
 {
@@ -62,118 +80,180 @@ static unsigned long pib_level_limit(struct pib_level *l)
 }
 
 /*
+ * The descriptor of @page for @l's list_lru, or NULL: not to be cached.
+ * A charged frame's descriptor is allocated in its cgroup's name
+ * (set_active_memcg()) from the lru-aware allocator, which gives the lru
+ * that cgroup's list first: list_lru_add() then files the descriptor
+ * where pib_pop() of a task in that cgroup looks.  GFP_NOWAIT: a cgroup
+ * at its limit, or a kernel short of memory, caches nothing more (the
+ * frame goes back, its charge with it), and a push never enters reclaim,
+ * whose shrinker is this cache's.  A frame whose cgroup is going away is
+ * given back too.
+ */
+static struct pib_cached *pib_cached_alloc(struct pib_level *l,
+					   struct page *page)
+{
+	const gfp_t gfp = GFP_NOWAIT | __GFP_NOWARN;
+	struct mem_cgroup *memcg, *old;
+	struct pib_cached *c;
+
+	rcu_read_lock();
+	memcg = folio_memcg(page_folio(page));
+	if (memcg && !css_tryget(&memcg->css)) {
+		rcu_read_unlock();
+		return NULL;
+	}
+	rcu_read_unlock();
+	if (!memcg)
+		return kmem_cache_alloc(pib_cached_cache, gfp);
+	old = set_active_memcg(memcg);
+	c = kmem_cache_alloc_lru(pib_cached_cache, &l->lru,
+				 gfp | __GFP_ACCOUNT);
+	set_active_memcg(old);
+	mem_cgroup_put(memcg);
+	return c;
+}
+
+/*
  * A cached frame is semi-writable: the guest may write it, no device may.
- * The list's link lives in the frame itself, so a push and a pop are a
- * few loads and stores under the level's lock.  A frame with a hardware
- * memory error is never cached: the caller gives it back, and the page
- * allocator keeps it out of use.
+ * A frame with a hardware memory error is never cached: the caller gives
+ * it back, and the page allocator keeps it out of use.
  */
 bool pib_push(int level, struct page *page)
 {
 	struct pib_level *l = &pib_levels[level - 1];
 	unsigned long pfn = page_to_pfn(page);
+	struct pib_cached *c;
 	bool ok;
 
 	if (PageHWPoison(page)) {
 		atomic_long_inc(&pib_stats[PIB_POISONED]);
 		return false;
 	}
+	if (!READ_ONCE(pib_cache_on))
+		return false;
+	c = pib_cached_alloc(l, page);
+	if (!c) {
+		atomic_long_inc(&pib_stats[PIB_UNLISTED]);
+		return false;
+	}
+	c->page = page;
+	INIT_LIST_HEAD(&c->lru);	/* list_lru_add() takes an unlisted item */
 	spin_lock(&l->lock);
-	ok = pib_cache_on && !l->dropped && l->count < pib_level_limit(l);
+	ok = pib_cache_on &&
+	     atomic_long_read(&l->count) < pib_level_limit(l);
 	if (ok) {
-		*(unsigned long *)page_address(page) = l->head;
-		WRITE_ONCE(l->head, pfn + 1);	/* read unlocked by pib_pop() */
-		l->count++;
 		WRITE_ONCE(pib_state[pfn], PIB_S_CACHED | PIB_S_SEMI | level);
+		atomic_long_inc(&l->count);
+		list_lru_add(&l->lru, &c->lru);
 	}
 	spin_unlock(&l->lock);
+	if (!ok)
+		kmem_cache_free(pib_cached_cache, c);
 	return ok;
 }
 
-/* Some level has frames off its list: pib_cache_recover() has work. */
-static atomic_t pib_cache_dropped;
-
-/*
- * Under the level's lock: empty the list, leaving its n frames
- * PIB_S_CACHED and on no list; the level takes no push until
- * pib_cache_recover() has given them back.
- */
-static void pib_drop_list(struct pib_level *l, unsigned long n)
+/* list_lru walk: take the first descriptor (pib_pop()) or every one. */
+static enum lru_status pib_take(struct list_head *item,
+				struct list_lru_one *list, spinlock_t *lock,
+				void *arg)
 {
-	WRITE_ONCE(l->head, 0);
-	l->count = 0;
-	if (!n)
-		return;
-	l->dropped = true;
-	atomic_set(&pib_cache_dropped, 1);
-	atomic_long_add(n, &pib_stats[PIB_DROPPED]);
+	list_lru_isolate_move(list, item, arg);
+	return LRU_REMOVED;
 }
 
 /*
- * Whether @link, read from the head of a level's list of @count frames,
- * is one the list can hold: 0 at the last frame only, else a frame the
- * module has cached at that level.  A frame is written by the guest
- * while it is cached (it is semi-writable), so its link is checked
- * before it is followed.
+ * A descriptor taken off its list (freed here): its frame, no longer
+ * cached, semi-writable.
  */
-static bool pib_link_ok(unsigned long link, unsigned long count, int level)
+static struct page *pib_uncache(struct pib_level *l, struct pib_cached *c,
+				int level)
 {
-	if (!link)
-		return count == 1;
-	return count > 1 && link - 1 < pib_nr_frames &&
-	       READ_ONCE(pib_state[link - 1]) ==
-	       (PIB_S_CACHED | PIB_S_SEMI | level);
-}
+	struct page *page = c->page;
 
-static noinline struct page *pib_pop_locked(struct pib_level *l, int level)
-{
-	unsigned long pfn, link;
-	struct page *page;
-
-	spin_lock(&l->lock);
-	pfn = l->head;
-	if (!pfn) {		/* emptied since pib_pop() looked */
-		spin_unlock(&l->lock);
-		return NULL;
-	}
-	pfn--;
-	page = pfn_to_page(pfn);
-	if (PageHWPoison(page)) {
-		/* Not handed out; its link is not read, so the rest goes too. */
-		atomic_long_inc(&pib_stats[PIB_POISONED]);
-		pib_drop_list(l, l->count);
-		spin_unlock(&l->lock);
-		return NULL;
-	}
-	WRITE_ONCE(pib_state[pfn], PIB_S_SEMI | level);
-	link = *(unsigned long *)page_address(page);
-	if (pib_link_ok(link, l->count, level)) {
-		WRITE_ONCE(l->head, link);
-		l->count--;
-	} else {
-		atomic_long_inc(&pib_stats[PIB_BAD_LINKS]);
-		pr_warn_once("bad link %#lx in cached L%d frame %#lx: the %lu frames after it are given back\n",
-			     link, level, pfn, l->count - 1);
-		pib_drop_list(l, l->count - 1);
-	}
-	spin_unlock(&l->lock);
+	list_del(&c->lru);
+	kmem_cache_free(pib_cached_cache, c);
+	atomic_long_dec(&l->count);
+	WRITE_ONCE(pib_state[page_to_pfn(page)], PIB_S_SEMI | level);
 	return page;
 }
 
 /*
- * An empty level is seen without the lock: a miss costs a call, a load
- * and a test on top of the page allocator's path.  Out of line, and apart
- * from the locked part (whose registers would be saved first), so that
+ * The memory cgroup a table allocated now is charged to, as the page
+ * allocator's __GFP_ACCOUNT finds it: the active one if set, else the
+ * task's.  The root's (or none, memory cgroups off) names the lru's
+ * global list, where the uncharged frames are.  Under rcu_read_lock().
+ */
+static struct mem_cgroup *pib_charged_memcg(void)
+{
+	if (mem_cgroup_disabled())
+		return NULL;
+	if (current->active_memcg)
+		return current->active_memcg;
+	return mem_cgroup_from_task(current);
+}
+
+static bool pib_take_one(struct pib_level *l, int nid,
+			 struct mem_cgroup *memcg, struct list_head *got)
+{
+	unsigned long one = 1;
+
+	return list_lru_walk_one(&l->lru, nid, memcg, pib_take, got, &one);
+}
+
+/*
+ * A frame of the allocating task's cgroup: from this node's list, else
+ * another node's.  Frames of other cgroups are not taken, so a hit is
+ * charged to the cgroup that allocates, as a miss would be.
+ */
+static noinline struct page *pib_pop_memcg(struct pib_level *l, int level)
+{
+	int here = numa_node_id(), nid;
+	struct kvm_pagetype_op op;
+	struct mem_cgroup *memcg;
+	struct pib_cached *c;
+	struct page *page;
+	LIST_HEAD(got);
+
+	rcu_read_lock();
+	memcg = pib_charged_memcg();
+	if (!pib_take_one(l, here, memcg, &got))
+		for_each_node_state(nid, N_NORMAL_MEMORY)
+			if (nid != here && pib_take_one(l, nid, memcg, &got))
+				break;
+	rcu_read_unlock();
+	c = list_first_entry_or_null(&got, struct pib_cached, lru);
+	if (!c)
+		return NULL;
+	page = pib_uncache(l, c, level);
+	if (PageHWPoison(page)) {
+		/* Not handed out: back, and the page allocator keeps it. */
+		atomic_long_inc(&pib_stats[PIB_POISONED]);
+		pib_op(&op, KVM_PAGETYPE_OP_TO_WRITABLE, page_to_pfn(page));
+		pib_run(&op, 1);
+		if (!op.result)
+			pib_free_frame(page);
+		return NULL;
+	}
+	return page;
+}
+
+/*
+ * An empty level is seen without a lock: a miss costs a call, a load and
+ * a test on top of the page allocator's path.  Out of line, and apart
+ * from the lru walk (whose registers would be saved first), so that
  * those instructions are few and can be counted in the module's
- * disassembly (tests/bench/pibooster-misspath.py, in make bench).
+ * disassembly (tests/bench/pibooster-misspath.py, in make bench).  A
+ * level with frames of other cgroups only costs the walk of one empty
+ * list more.
  */
 noinline struct page *pib_pop(int level)
 {
 	struct pib_level *l = &pib_levels[level - 1];
 
-	if (!READ_ONCE(l->head))
+	if (!atomic_long_read(&l->count))
 		return NULL;
-	return pib_pop_locked(l, level);
+	return pib_pop_memcg(l, level);
 }
 
 /* A frame the module no longer uses goes back to the page allocator. */
@@ -202,28 +282,51 @@ static void pib_give_back(struct pib_batch *b, u32 k, bool locked)
 }
 
 /*
+ * Take up to n descriptors of @l off their lists onto @got: the shrinker's
+ * node and cgroup only (sc), else any.  Returns how many.
+ */
+static unsigned long pib_isolate(struct pib_level *l, struct shrink_control *sc,
+				 unsigned long n, struct list_head *got)
+{
+	if (sc)
+		return list_lru_walk_one(&l->lru, sc->nid, sc->memcg, pib_take,
+					 got, &n);
+	return list_lru_walk(&l->lru, pib_take, got, n);
+}
+
+/*
  * Give back up to n cached frames of a level to the page allocator, in
- * batches of TO_WRITABLE conversions; locked: the caller holds the
- * backend's lock.  Returns how many went.
+ * batches of TO_WRITABLE conversions: of the shrinker's node and cgroup
+ * (sc), else of any; locked: the caller holds the backend's lock.
+ * Returns how many left the cache.
  */
 static unsigned long pib_release_cached(struct pib_batch *b, int level,
-					unsigned long n, bool locked)
+					unsigned long n,
+					struct shrink_control *sc, bool locked)
 {
-	unsigned long done = 0;
+	struct pib_level *l = &pib_levels[level - 1];
+	unsigned long done = 0, got_n;
+	struct pib_cached *c, *t;
+	LIST_HEAD(got);
 	u32 k;
 
 	while (done < n) {
-		for (k = 0; k < KVM_PAGETYPE_MAX_BATCH && done + k < n; k++) {
-			b->pages[k] = pib_pop(level);
-			if (!b->pages[k])
-				break;
-			pib_op(&b->ops[k], KVM_PAGETYPE_OP_TO_WRITABLE,
-			       page_to_pfn(b->pages[k]));
-		}
-		if (!k)
+		got_n = pib_isolate(l, sc, min_t(unsigned long, n - done,
+						 KVM_PAGETYPE_MAX_BATCH), &got);
+		if (!got_n)
 			break;
-		pib_give_back(b, k, locked);
-		done += k;
+		k = 0;
+		/* a poisoned frame too: the page allocator keeps it */
+		list_for_each_entry_safe(c, t, &got, lru) {
+			struct page *page = pib_uncache(l, c, level);
+
+			b->pages[k] = page;
+			pib_op(&b->ops[k++], KVM_PAGETYPE_OP_TO_WRITABLE,
+			       page_to_pfn(page));
+		}
+		if (k)
+			pib_give_back(b, k, locked);
+		done += got_n;
 	}
 	atomic_long_add(done, &pib_stats[PIB_RELEASED]);
 	return done;
@@ -236,7 +339,7 @@ static unsigned long pib_release_cached_alloc(int level, unsigned long n)
 
 	if (!b)
 		return 0;
-	done = pib_release_cached(b, level, n, false);
+	done = pib_release_cached(b, level, n, NULL, false);
 	kfree(b);
 	return done;
 }
@@ -247,7 +350,21 @@ unsigned long pib_cached_total(void)
 	int i;
 
 	for (i = 0; i < PIB_LEVELS; i++)
-		n += READ_ONCE(pib_levels[i].count);
+		n += atomic_long_read(&pib_levels[i].count);
+	return n;
+}
+
+/* A level's frames cached for the current task's memory cgroup. */
+unsigned long pib_cached_here(int level)
+{
+	struct list_lru *lru = &pib_levels[level - 1].lru;
+	unsigned long n = 0;
+	int nid;
+
+	rcu_read_lock();
+	for_each_node_state(nid, N_NORMAL_MEMORY)
+		n += list_lru_count_one(lru, nid, pib_charged_memcg());
+	rcu_read_unlock();
 	return n;
 }
 
@@ -258,87 +375,12 @@ static void pib_enforce_limits(void)
 
 	for (i = 0; i < PIB_LEVELS; i++) {
 		struct pib_level *l = &pib_levels[i];
-		unsigned long count = READ_ONCE(l->count);
+		unsigned long count = atomic_long_read(&l->count);
 		unsigned long limit = pib_level_limit(l);
 
 		if (count > limit)
 			pib_release_cached_alloc(i + 1, count - limit);
 	}
-}
-
-/*
- * Give back the frames that a bad link or a poisoned frame cut off their
- * level's list (pib_drop_list()): every frame still PIB_S_CACHED at a
- * level marked dropped, since such a level's list is empty and takes no
- * push until this is done.  From the reaper, once a second, and at
- * unload; a walk of every frame, only after a drop.
- */
-void pib_cache_recover(void)
-{
-	bool dropped[PIB_LEVELS];
-	struct pib_batch *b;
-	unsigned long pfn;
-	u32 n = 0;
-	int i;
-
-	if (!atomic_read(&pib_cache_dropped))
-		return;
-	b = kmalloc(sizeof(*b), GFP_KERNEL);
-	if (!b)
-		return;		/* the next sweep tries again */
-	/* A drop from here on sets it again: a full barrier first. */
-	atomic_xchg(&pib_cache_dropped, 0);
-	for (i = 0; i < PIB_LEVELS; i++) {
-		spin_lock(&pib_levels[i].lock);
-		dropped[i] = pib_levels[i].dropped;
-		spin_unlock(&pib_levels[i].lock);
-	}
-	for (pfn = 0; pfn < pib_nr_frames; pfn++) {
-		u8 s = READ_ONCE(pib_state[pfn]);
-
-		pib_walk_resched(pfn);
-		if (!(s & PIB_S_CACHED) || !dropped[(s & PIB_S_LEVEL) - 1])
-			continue;
-		WRITE_ONCE(pib_state[pfn], s & ~PIB_S_CACHED);
-		b->pages[n] = pfn_to_page(pfn);
-		pib_op(&b->ops[n], KVM_PAGETYPE_OP_TO_WRITABLE, pfn);
-		if (++n == KVM_PAGETYPE_MAX_BATCH) {
-			pib_give_back(b, n, false);
-			n = 0;
-		}
-	}
-	if (n)
-		pib_give_back(b, n, false);
-	for (i = 0; i < PIB_LEVELS; i++) {
-		if (!dropped[i])
-			continue;
-		spin_lock(&pib_levels[i].lock);
-		pib_levels[i].dropped = false;
-		spin_unlock(&pib_levels[i].lock);
-	}
-	kfree(b);
-}
-
-/*
- * For tests only (debugfs pibooster/test_corrupt_link): store @link as
- * the link word of the first cached frame of @level, as a stray write to
- * a semi-writable frame would.  -ENOENT: the level is empty.
- */
-int pib_cache_corrupt_link(int level, unsigned long link)
-{
-	struct pib_level *l;
-	int ret = -ENOENT;
-
-	if (level < 1 || level > PIB_LEVELS)
-		return -EINVAL;
-	l = &pib_levels[level - 1];
-	spin_lock(&l->lock);
-	if (l->head) {
-		*(unsigned long *)page_address(pfn_to_page(l->head - 1)) = link;
-		ret = 0;
-	}
-	spin_unlock(&l->lock);
-	return ret;
 }
 
 /*
@@ -374,7 +416,7 @@ void pib_cache_shrink(unsigned long val, bool percent)
 	}
 	if (percent) {
 		for (i = 0; i < PIB_LEVELS; i++) {
-			n = DIV_ROUND_UP(READ_ONCE(pib_levels[i].count) * val,
+			n = DIV_ROUND_UP(atomic_long_read(&pib_levels[i].count) * val,
 					 100);
 			pib_release_cached_alloc(i + 1, n);
 		}
@@ -384,8 +426,8 @@ void pib_cache_shrink(unsigned long val, bool percent)
 		int big = 0;
 
 		for (i = 1; i < PIB_LEVELS; i++)
-			if (READ_ONCE(pib_levels[i].count) >
-			    READ_ONCE(pib_levels[big].count))
+			if (atomic_long_read(&pib_levels[i].count) >
+			    atomic_long_read(&pib_levels[big].count))
 				big = i;
 		n = pib_release_cached_alloc(big + 1, val);
 		if (!n)
@@ -411,7 +453,8 @@ static void pib_fill(struct pib_batch *b, u32 first)
 		unsigned int k;
 
 		for (k = 0; k < per_level; k++) {
-			struct page *page = alloc_page(GFP_KERNEL);
+			/* charged to the cgroup turning the cache on */
+			struct page *page = alloc_page(GFP_KERNEL_ACCOUNT);
 
 			if (!page)
 				break;
@@ -476,7 +519,7 @@ int pib_set_cache(bool on)
 	pib_op(&b->ops[0], KVM_PAGETYPE_OP_SET_MODE, KVM_PAGETYPE_MODE_COARSE);
 	pib_run(b->ops, 1);
 	for (i = 0; i < PIB_LEVELS; i++)
-		pib_release_cached(b, i + 1, ULONG_MAX, false);
+		pib_release_cached(b, i + 1, ULONG_MAX, NULL, false);
 out:
 	mutex_unlock(&pib_mode_lock);
 	kfree(b);
@@ -485,10 +528,25 @@ out:
 
 /* ---- the shrinker ---- */
 
+/* The levels' lrus are set up (they need the shrinker's id first). */
+static bool pib_lrus_ready;
+
+/*
+ * Per node and memory cgroup, as the lrus are: a cgroup's reclaim (its
+ * limit reached, memory.reclaim) gives back that cgroup's frames.
+ */
 static unsigned long pib_shrink_count(struct shrinker *s,
 				      struct shrink_control *sc)
 {
-	return pib_cached_total() ?: SHRINK_EMPTY;
+	unsigned long n = 0;
+	int i;
+
+	/* pairs with pib_cache_init(): the lrus' setup seen first */
+	if (!smp_load_acquire(&pib_lrus_ready))
+		return 0;
+	for (i = 0; i < PIB_LEVELS; i++)
+		n += list_lru_shrink_count(&pib_levels[i].lru, sc);
+	return n ?: SHRINK_EMPTY;
 }
 
 /*
@@ -509,7 +567,7 @@ static unsigned long pib_shrink_scan(struct shrinker *s,
 	}
 	for (i = PIB_LEVELS - 1; i >= 0 && freed < sc->nr_to_scan; i--)
 		freed += pib_release_cached(pib_shrink_batch, i + 1,
-					    sc->nr_to_scan - freed, true);
+					    sc->nr_to_scan - freed, sc, true);
 	pib_backend->unlock();
 	mutex_unlock(&pib_shrink_lock);
 	atomic_long_add(freed, &pib_stats[PIB_SHRINKER_FREED]);
@@ -520,34 +578,53 @@ static struct shrinker pib_shrinker = {
 	.count_objects = pib_shrink_count,
 	.scan_objects = pib_shrink_scan,
 	.seeks = DEFAULT_SEEKS,
+	.flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
 };
+
+static void pib_cache_free(int lrus)
+{
+	while (lrus--)
+		list_lru_destroy(&pib_levels[lrus].lru);
+	kmem_cache_destroy(pib_cached_cache);
+	kfree(pib_shrink_batch);
+}
 
 /* The levels empty, no threshold, the cache off; the shrinker on. */
 int pib_cache_init(void)
 {
 	int i, ret;
 
+	pib_shrink_batch = kmalloc(sizeof(*pib_shrink_batch), GFP_KERNEL);
+	pib_cached_cache = KMEM_CACHE(pib_cached, 0);
+	if (!pib_shrink_batch || !pib_cached_cache) {
+		pib_cache_free(0);
+		return -ENOMEM;
+	}
+	/* registering gives the shrinker the id the lrus are tied to */
+	ret = register_shrinker(&pib_shrinker, "pibooster");
+	if (ret) {
+		pib_cache_free(0);
+		return ret;
+	}
 	for (i = 0; i < PIB_LEVELS; i++) {
 		spin_lock_init(&pib_levels[i].lock);
 		pib_levels[i].limit = ULONG_MAX;
+		ret = list_lru_init_memcg(&pib_levels[i].lru, &pib_shrinker);
+		if (ret) {
+			unregister_shrinker(&pib_shrinker);
+			pib_cache_free(i);
+			return ret;
+		}
 	}
-	pib_shrink_batch = kmalloc(sizeof(*pib_shrink_batch), GFP_KERNEL);
-	if (!pib_shrink_batch)
-		return -ENOMEM;
-	ret = register_shrinker(&pib_shrinker, "pibooster");
-	if (ret)
-		kfree(pib_shrink_batch);
-	return ret;
+	/* pairs with pib_shrink_count(): the lrus set up before this */
+	smp_store_release(&pib_lrus_ready, true);
+	return 0;
 }
 
-/*
- * The shrinker off, then the cache: every cached frame goes back, those
- * cut off a list too.
- */
+/* The shrinker off, then the cache: every cached frame goes back. */
 void pib_cache_exit(void)
 {
 	unregister_shrinker(&pib_shrinker);
 	pib_set_cache(false);
-	pib_cache_recover();
-	kfree(pib_shrink_batch);
+	pib_cache_free(PIB_LEVELS);
 }

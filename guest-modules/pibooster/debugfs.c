@@ -186,32 +186,19 @@ static int pib_test_line(char *buf, size_t size, const char __user *ubuf,
 }
 
 /*
- * debugfs pibooster/test_corrupt_link, for tests only: writing "LEVEL
- * LINK" stores LINK (a frame number plus one, or anything) as the link
- * word of that level's first cached frame, as a stray write to a
- * semi-writable frame would; the next pop finds it (stats/bad_links).
+ * debugfs pibooster/memcg_cached: per level, "l<n> <frames>", the frames
+ * cached for the reader's memory cgroup: those its tasks' allocations
+ * take, charged to it.
  */
-static ssize_t pib_corrupt_write(struct file *file, const char __user *ubuf,
-				 size_t len, loff_t *ppos)
+static int pib_memcg_cached_show(struct seq_file *m, void *unused)
 {
-	char buf[48];
-	int level, ret;
-	long link;
+	int level;
 
-	ret = pib_test_line(buf, sizeof(buf), ubuf, len);
-	if (ret)
-		return ret;
-	if (sscanf(buf, "%d %li", &level, &link) != 2)
-		return -EINVAL;
-	ret = pib_cache_corrupt_link(level, link);
-	return ret ? ret : len;
+	for (level = 1; level <= PIB_LEVELS; level++)
+		seq_printf(m, "l%d %lu\n", level, pib_cached_here(level));
+	return 0;
 }
-
-static const struct file_operations pib_corrupt_fops = {
-	.owner = THIS_MODULE,
-	.write = pib_corrupt_write,
-	.llseek = noop_llseek,
-};
+DEFINE_SHOW_ATTRIBUTE(pib_memcg_cached);
 
 /*
  * debugfs pibooster/test_refuse_pins, for tests only: writing "PID N"
@@ -250,8 +237,8 @@ void pib_debugfs_init(void)
 			    &pib_latency_fops);
 	debugfs_create_file("bench", 0600, pib_debugfs, NULL,
 			    &pib_bench_fops);
-	debugfs_create_file("test_corrupt_link", 0200, pib_debugfs, NULL,
-			    &pib_corrupt_fops);
+	debugfs_create_file("memcg_cached", 0444, pib_debugfs, NULL,
+			    &pib_memcg_cached_fops);
 	debugfs_create_file("test_refuse_pins", 0200, pib_debugfs, NULL,
 			    &pib_refuse_fops);
 }

@@ -21,6 +21,7 @@
 #define PIBOOSTER_H
 
 #include <linux/atomic.h>
+#include <linux/list_lru.h>
 #include <linux/mm_types.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
@@ -44,19 +45,17 @@
 #define PIB_S_CACHED		0x40	/* in a cache list */
 #define PIB_S_ROOT		0x80	/* a root (pgd), with PIB_S_TABLE | 4 */
 
+/*
+ * A level's cache: a list per NUMA node and memory cgroup (cache.c says
+ * which frame goes on which).
+ */
 struct pib_level {
-	spinlock_t lock;	/* head, count */
-	unsigned long head;	/* pfn + 1 of the first cached frame, 0: none */
-	unsigned long count;
+	spinlock_t lock;	/* a push against the cache going off */
+	struct list_lru lru;
+	atomic_long_t count;	/* frames cached, on every list */
 	atomic_long_t tables;	/* live tables we pinned at this level */
 	unsigned long limit;	/* by number; ULONG_MAX: none */
 	unsigned int ratio;	/* or percent of tables; 0: by number */
-	/*
-	 * The list was cut at a bad link or a poisoned frame: the frames
-	 * past it are still PIB_S_CACHED but on no list.  No push until
-	 * pib_cache_recover() has given them back.
-	 */
-	bool dropped;
 };
 
 /*
@@ -98,8 +97,7 @@ enum pib_stat {
 	PIB_EARLY,
 	PIB_HELD,
 	PIB_POISONED,
-	PIB_BAD_LINKS,
-	PIB_DROPPED,
+	PIB_UNLISTED,
 	PIB_REFUSED,
 	PIB_NR_STATS
 };
@@ -182,11 +180,10 @@ bool pib_push(int level, struct page *page);
 struct page *pib_pop(int level);
 void pib_free_frame(struct page *page);
 unsigned long pib_cached_total(void);
+unsigned long pib_cached_here(int level);
 int pib_set_cache(bool on);
 void pib_cache_shrink(unsigned long val, bool percent);
 void pib_cache_set_threshold(unsigned long val, bool percent);
-void pib_cache_recover(void);
-int pib_cache_corrupt_link(int level, unsigned long link);
 int pib_cache_init(void);
 void pib_cache_exit(void);
 

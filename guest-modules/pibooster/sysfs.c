@@ -33,8 +33,7 @@ static const char * const pib_stat_names[PIB_NR_STATS] = {
 	[PIB_EARLY] = "early",
 	[PIB_HELD] = "held",
 	[PIB_POISONED] = "poisoned",
-	[PIB_BAD_LINKS] = "bad_links",
-	[PIB_DROPPED] = "dropped",
+	[PIB_UNLISTED] = "unlisted",
 	[PIB_REFUSED] = "refused",
 };
 
@@ -138,10 +137,10 @@ static ssize_t name##_show(struct kobject *k, struct kobj_attribute *a,	\
 }									\
 static struct kobj_attribute name##_attr = __ATTR_RO(name)
 
-PIB_LEVEL_ATTR(cached_l1, 1, READ_ONCE(l->count));
-PIB_LEVEL_ATTR(cached_l2, 2, READ_ONCE(l->count));
-PIB_LEVEL_ATTR(cached_l3, 3, READ_ONCE(l->count));
-PIB_LEVEL_ATTR(cached_l4, 4, READ_ONCE(l->count));
+PIB_LEVEL_ATTR(cached_l1, 1, atomic_long_read(&l->count));
+PIB_LEVEL_ATTR(cached_l2, 2, atomic_long_read(&l->count));
+PIB_LEVEL_ATTR(cached_l3, 3, atomic_long_read(&l->count));
+PIB_LEVEL_ATTR(cached_l4, 4, atomic_long_read(&l->count));
 PIB_LEVEL_ATTR(tables_l1, 1, atomic_long_read(&l->tables));
 PIB_LEVEL_ATTR(tables_l2, 2, atomic_long_read(&l->tables));
 PIB_LEVEL_ATTR(tables_l3, 3, atomic_long_read(&l->tables));

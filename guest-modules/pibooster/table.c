@@ -647,7 +647,6 @@ static void pib_reap(struct work_struct *work)
 	pib_collect(&ready);
 	if (time_after_eq(jiffies, pib_next_sweep)) {
 		pib_sweep(&ready);
-		pib_cache_recover();
 		pib_next_sweep = jiffies + PIB_SWEEP_DELAY;
 	}
 	pib_release_tables(&ready);

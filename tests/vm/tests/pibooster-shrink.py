@@ -5,12 +5,9 @@ thresholds by number and by ratio to the tables in use (enforced at once
 and on every free), 0 releasing everything, bad values refused, fill
 bounded by one batch and every level filled to the largest; then memory
 pressure: a cache of a few thousand frames, a program touching more
-memory than is free, and the shrinker gives frames back.  Faults in the
-cached frames: a bad link word (written through the test-only debugfs
-test_corrupt_link: the kernel has no way to make one) to a kernel text
-frame, beyond memory and to an L1 table, found at the next pop, the rest
-of the list given back; a hardware memory error on a cached frame
-(hwpoison_inject), which is never handed out; pins refused as a host out
+memory than is free, and the shrinker gives frames back.  A hardware
+memory error on a cached frame (hwpoison_inject), which is never handed
+out; pins refused as a host out
 of memory refuses them (the test-only debugfs test_refuse_pins): no
 table goes out unpinned, the faults that wanted one are retried and the
 process finishes.  The module's counts
@@ -44,38 +41,6 @@ echo 50% >$P/shrink
 levels; echo "shrink-p $a0 $b0 $c0 $d0 $a $b $c $d"
 echo 0% >$P/shrink
 levels; echo "shrink-0p $a $b $c $d"
-# A bad link in the first cached frame of L1, L2 and L3: a kernel text
-# frame, a frame beyond memory, an L1 table (the sleeper's: every other
-# process is from before the load).  One table allocated at each level
-# (bench) pops each.  Builtins only from here to the bench: a fork would
-# pop the frames first.
-sleep 30 & sl=$!
-pause 0.5
-t=
-while read f l s; do
-	case "$l $s" in "l1 table"*) t=$f; ts0="$l-$s"; break;; esac
-done <$D/frames
-k=
-while read r _ w1 w2; do
-	case "$w1 $w2" in "Kernel code") k=${r%%-*}; break;; esac
-done </proc/iomem
-test -n "$t" && test -n "$k" || { echo "no L1 table or no kernel code"; exit 1; }
-read bl0 <$P/stats/bad_links; read dr0 <$P/stats/dropped
-read e0 <$P/stats/errors; read s0 <$P/stats/stock
-levels; a0=$a; b0=$b; c0=$c; d0=$d
-echo "1 $((0x$k / 4096 + 2))" >$D/test_corrupt_link
-echo "2 0xdead00000000" >$D/test_corrupt_link
-echo "3 $((t + 1))" >$D/test_corrupt_link
-echo 1 >$D/bench
-levels
-read bl <$P/stats/bad_links; read dr <$P/stats/dropped
-read e <$P/stats/errors; read s1 <$P/stats/stock
-echo "corrupt $a0 $b0 $c0 $d0 $a $b $c $d $((bl - bl0)) $((dr - dr0)) $((e - e0)) $((s1 - s0))"
-pause 1.5
-ts=gone
-while read f l s; do test "$f" = "$t" && ts="$l-$s"; done <$D/frames
-echo "corrupt-target $ts0 $ts"
-kill $sl; wait $sl || true
 echo 20 >$P/threshold
 read t <$P/threshold; levels; echo "threshold-n $t $a $b $c $d"
 storm2 -n 2 -w 100
@@ -176,21 +141,6 @@ def test():
           "shrink 50%%: %s -> %s" % (before, after))
     check(nums(text, "shrink-0p") == after,
           "shrink 0%%: %s -> %s" % (after, nums(text, "shrink-0p")))
-    n = nums(text, "corrupt")
-    before, after, bad, dropped, errors, stock = (n[:4], n[4:8], n[8], n[9],
-                                                  n[10], n[11])
-    check(min(before[:3]) >= 2, "levels too small to corrupt: %s" % before)
-    # each head is handed out (it is a cached frame), the frames after
-    # its bad link are dropped, the level takes no push until they are
-    # given back; L4 pops and pushes its head
-    check(bad == 3 and dropped == sum(before[:3]) - 3 and
-          after == [0, 0, 0, before[3]] and errors == 0 and stock == 0,
-          "bad links: levels %s -> %s, %d bad links, %d frames dropped, "
-          "%d ops refused, %d tables handed out unpinned"
-          % (before, after, bad, dropped, errors, stock))
-    ts = nums(text, "corrupt-target")
-    check(ts[0].startswith("l1-table") and ts[1] == ts[0],
-          "the L1 table a bad link named: %s before, %s after" % tuple(ts))
     n = nums(text, "threshold-n")
     check(n[0] == 20 and max(n[1:]) <= 20,
           "threshold 20: reads %s, levels %s" % (n[0], n[1:]))
