@@ -40,6 +40,36 @@
  */
 #define KPT_MAX_FRAMES		BIT_ULL(27)
 
+/*
+ * The most tables a VM may have validated at once, in percent of its
+ * frames: each holds a page of host kernel memory (its shadow), charged
+ * to the VMM's memory cgroup.  A Linux guest's tables are a few percent
+ * of its memory; past the bound a pin gets R_FULL and a write that would
+ * validate a table kills the VM.
+ */
+static unsigned int max_tables_pct = 25;
+
+static int kpt_pct_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret = kstrtouint(val, 0, &n);
+
+	if (ret)
+		return ret;
+	if (!n || n > 100)
+		return -EINVAL;
+	WRITE_ONCE(max_tables_pct, n);
+	return 0;
+}
+
+static const struct kernel_param_ops kpt_pct_ops = {
+	.set = kpt_pct_set,
+	.get = param_get_uint,
+};
+module_param_cb(max_tables_pct, &kpt_pct_ops, &max_tables_pct, 0644);
+MODULE_PARM_DESC(max_tables_pct,
+		 "the most page tables a VM may have validated, in percent of its memory (1..100), taken at attach");
+
 /* One open /dev/kvm-pagetype: at most one VM. */
 struct kpt_file {
 	struct mutex lock;		/* vm */
@@ -190,9 +220,14 @@ static long kpt_run_batch(struct kpt_vm *vm, void __user *argp)
 	return 0;
 }
 
-void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
+/* peek: without the VM's engine lock, for readers that must not wait. */
+static void __kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s,
+			   bool peek)
 {
-	pt_engine_stats(&vm->engine, s);
+	if (peek)
+		pt_engine_stats_peek(&vm->engine, s);
+	else
+		pt_engine_stats(&vm->engine, s);
 	s->kills = READ_ONCE(vm->killed);
 	s->doorbells = READ_ONCE(vm->doorbells);
 	s->last_kill = vm->kill_reason;
@@ -201,6 +236,11 @@ void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
 	s->dma_flushes = READ_ONCE(vm->dma_flushes);
 	s->dma_pinned = READ_ONCE(vm->dma_pinned);
 	s->dma_devices = !!READ_ONCE(vm->dma);
+}
+
+void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s)
+{
+	__kpt_vm_stats(vm, s, false);
 }
 
 static void kpt_stats_add(struct kvm_pagetype_stats *sum,
@@ -215,6 +255,12 @@ static void kpt_stats_add(struct kvm_pagetype_stats *sum,
 	sum->last_kill = s->last_kill ?: sum->last_kill;
 }
 
+/*
+ * The totals over every VM.  kpt_vms_lock is what attach and detach of
+ * every VMM take, and a VM's engine lock may be held across a fault on its
+ * VMM's memory that never ends (userfaultfd, FUSE): so no engine lock
+ * here, only each VM's counters read as they are.
+ */
 void kpt_global_stats(struct kvm_pagetype_stats *sum)
 {
 	struct kvm_pagetype_stats s;
@@ -224,7 +270,7 @@ void kpt_global_stats(struct kvm_pagetype_stats *sum)
 	*sum = kpt_retired;
 	sum->vms = 0;
 	list_for_each_entry(vm, &kpt_vms, node) {
-		kpt_vm_stats(vm, &s);
+		__kpt_vm_stats(vm, &s, true);
 		kpt_stats_add(sum, &s);
 	}
 	mutex_unlock(&kpt_vms_lock);
@@ -260,9 +306,10 @@ static void kpt_detach(struct kpt_vm *vm)
 
 	/* The device first: attach confined nothing. */
 	kpt_dma_release(vm, NULL, "its VM was detached");
+	/* Its engine lock before kpt_vms_lock, never under it. */
+	kpt_vm_stats(vm, &s);
 	mutex_lock(&kpt_vms_lock);
 	list_del(&vm->node);
-	kpt_vm_stats(vm, &s);
 	/* Its events stay in the totals; what it holds now goes with it. */
 	memset(s.pinned, 0, sizeof(s.pinned));
 	memset(s.tables, 0, sizeof(s.tables));
@@ -336,7 +383,12 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	ret = pt_engine_init(&vm->engine, a.nr_frames, a.flags, &vm->env);
 	if (ret)
 		goto err_free_vm;
+	pt_engine_set_table_bound(&vm->engine, READ_ONCE(max_tables_pct));
 	kpt_set_notifier(&vm->notifier);
+	/* No fault on the VMM's memory under kpt_vms_lock: the answer first. */
+	ret = -EFAULT;
+	if (copy_to_user(argp, &a, sizeof(a)))
+		goto err_destroy;
 
 	mutex_lock(&kf->lock);
 	ret = -EBUSY;
@@ -347,9 +399,6 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 		if (other->kvm == kvm)
 			goto err_unlock_vms;
 	}
-	ret = -EFAULT;
-	if (copy_to_user(argp, &a, sizeof(a)))
-		goto err_unlock_vms;
 	vm->id = kpt_next_id++;
 	list_add_tail(&vm->node, &kpt_vms);
 	kvm_page_track_register_notifier(kvm, &vm->notifier);
@@ -364,6 +413,7 @@ err_unlock_vms:
 	mutex_unlock(&kpt_vms_lock);
 err_unlock_file:
 	mutex_unlock(&kf->lock);
+err_destroy:
 	pt_engine_destroy(&vm->engine);
 err_free_vm:
 	kfree(vm);
@@ -414,12 +464,16 @@ static long kpt_get_stats(struct kpt_vm *vm, void __user *argp, size_t size)
 		return -EFAULT;
 	if (g.flags & ~KVM_PAGETYPE_STATS_GLOBAL || g.pad)
 		return -EINVAL;
-	if (g.flags & KVM_PAGETYPE_STATS_GLOBAL)
+	if (g.flags & KVM_PAGETYPE_STATS_GLOBAL) {
+		/* other VMMs' counts */
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
 		kpt_global_stats(&g.stats);
-	else if (vm)
+	} else if (vm) {
 		kpt_vm_stats(vm, &g.stats);
-	else
+	} else {
 		return -ENOENT;
+	}
 	if (copy_to_user(argp, &g, size))
 		return -EFAULT;
 	return 0;

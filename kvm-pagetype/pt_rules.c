@@ -213,6 +213,23 @@ static void region_tables_add(struct pt_engine *e, u64 gfn, int delta)
 }
 
 /*
+ * Whether the tables are at their bound (pt_engine_set_table_bound()):
+ * a table's shadow is a page of kernel memory the guest makes the host
+ * hold.
+ */
+static bool engine_full(struct pt_engine *e)
+{
+	u64 tables = 0;
+	int i;
+
+	if (!e->table_pct)
+		return false;
+	for (i = 0; i < 4; i++)
+		tables += e->stats.tables[i];
+	return tables >= e->nr_frames * e->table_pct / 100;
+}
+
+/*
  * Make the writable frame gfn, count 0, a validated level-n table with
  * count 0: Xen's alloc_lN_table().  Fails taking nothing, leaving nothing
  * tracked.  The caller takes the first reference.
@@ -232,6 +249,8 @@ static u16 table_validate(struct pt_engine *e, int level, u64 gfn)
 		return KVM_PAGETYPE_R_BUSY;
 	if (!e->validate_left)
 		return KVM_PAGETYPE_R_LIMIT;
+	if (engine_full(e))
+		return KVM_PAGETYPE_R_FULL;
 	e->validate_left--;
 	/* Up to KVM_PAGETYPE_VALIDATE_MAX tables in one go: let others run. */
 	pt_cond_resched();
@@ -605,6 +624,21 @@ void pt_engine_stats(struct pt_engine *e, struct kvm_pagetype_stats *out)
 	pt_mutex_lock(&e->lock);
 	*out = e->stats;
 	pt_mutex_unlock(&e->lock);
+}
+
+void pt_engine_stats_peek(struct pt_engine *e, struct kvm_pagetype_stats *out)
+{
+	const u64 *from = (const u64 *)&e->stats;
+	u64 *to = (u64 *)out;
+	size_t i;
+
+	for (i = 0; i < sizeof(*out) / sizeof(u64); i++)
+		to[i] = pt_read_racy(from[i]);
+}
+
+void pt_engine_set_table_bound(struct pt_engine *e, u32 pct)
+{
+	e->table_pct = pct;
 }
 
 /*

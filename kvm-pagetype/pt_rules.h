@@ -27,6 +27,8 @@
 #define pt_page_alloc()		kmalloc(PT_PAGE_SIZE, GFP_KERNEL_ACCOUNT)
 #define pt_page_free(p)		kfree(p)
 #define pt_cond_resched()	cond_resched()
+/* a counter read without the lock that its writers hold */
+#define pt_read_racy(x)		data_race(READ_ONCE(x))
 #else
 #include "pt_user.h"		/* tests/unit: the same in user space */
 #endif
@@ -90,6 +92,7 @@ struct pt_engine {
 	u64 doorbell;		/* the fast path's tracked frame, or PT_NO_HOME */
 	u64 home;		/* the running batch's frame, or PT_NO_HOME */
 	u32 validate_left;	/* tables the current op or write may validate */
+	u32 table_pct;		/* tables at most, % of nr_frames; 0: no bound */
 	bool dma_pending;	/* lazy revokes not synced yet */
 	u32 *word;		/* the type word, per frame */
 	u64 **shadow;		/* per table: its validated entries */
@@ -172,6 +175,21 @@ bool pt_engine_dma_ok_locked(struct pt_engine *e, u64 gfn);
 
 /* A copy of the counters, taken under the lock. */
 void pt_engine_stats(struct pt_engine *e, struct kvm_pagetype_stats *out);
+
+/*
+ * The same without the lock, for a reader that must not wait on this
+ * engine (the totals over every VM): each counter is read once, so the
+ * copy may mix moments.
+ */
+void pt_engine_stats_peek(struct pt_engine *e, struct kvm_pagetype_stats *out);
+
+/*
+ * Bound the tables (each holds a shadow page) to pct percent of the frames
+ * covered, as they grow; 0: no bound.  Past it a pin gets R_FULL and a
+ * write that would validate a table is refused like a broken rule.  Set
+ * before any op runs.
+ */
+void pt_engine_set_table_bound(struct pt_engine *e, u32 pct);
 
 /* The fields of a type word. */
 static inline u32 pt_type(u32 w)

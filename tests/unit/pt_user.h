@@ -35,6 +35,7 @@ struct pt_mutex {
 #define pt_page_alloc()		malloc(4096)
 #define pt_page_free(p)		free(p)
 #define pt_cond_resched()	do { } while (0)
+#define pt_read_racy(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define swap(a, b) \
 	do { __typeof__(a) __tmp = (a); (a) = (b); (b) = __tmp; } while (0)
 

@@ -49,9 +49,10 @@ def check_ops(r):
     each kind of kill logged, and nothing of the gone VMs left."""
     check(r.outcome == "pass", r.describe())
     out = r.text()
-    for name in ("abi", "pin", "legal-writes", "kill-write", "batches",
-                 "overflow", "memslots", "lifetimes", "modes", "doorbell",
-                 "global"):
+    for name in ("abi", "pin", "legal-writes", "kill-write",
+                 "kill-by-reference", "by-reference", "subtree", "batches",
+                 "overflow", "memslots", "io-and-growth", "lifetimes",
+                 "modes", "doorbell", "global", "stuck-vm", "table-bound"):
         check("ok " + name in out, "test %s did not pass" % name)
     dmesg = r.dmesg.decode(errors="replace")
     for why in ("a trapped write broke a rule", "malformed batch",

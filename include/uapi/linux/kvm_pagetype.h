@@ -77,6 +77,7 @@
 #define KVM_PAGETYPE_R_IO		10	/* the frame could not be read */
 #define KVM_PAGETYPE_R_SKIPPED		11	/* not run: the batch was cut */
 #define KVM_PAGETYPE_R_LIMIT		12	/* over KVM_PAGETYPE_VALIDATE_MAX */
+#define KVM_PAGETYPE_R_FULL		13	/* the VM's tables at their bound */
 
 /* One op: 16 bytes in guest memory. */
 struct kvm_pagetype_op {

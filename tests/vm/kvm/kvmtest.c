@@ -119,6 +119,41 @@ void kt_vm_new(struct kt_vm *vm, uint64_t mem_size, uint32_t flags)
 	T_EQ(kt_attach(vm, flags), 0);
 }
 
+#define KT_PCT_PARAM	"/sys/module/kvm_pagetype/parameters/max_tables_pct"
+
+void kt_pct_get(char *buf, size_t size)
+{
+	int fd = open(KT_PCT_PARAM, O_RDONLY);
+	ssize_t n;
+
+	T_ASSERT(fd >= 0, "open " KT_PCT_PARAM);
+	n = read(fd, buf, size - 1);
+	close(fd);
+	T_ASSERT(n > 0, "read " KT_PCT_PARAM);
+	buf[n] = 0;
+}
+
+int kt_pct_set(const char *val)
+{
+	int fd = open(KT_PCT_PARAM, O_WRONLY);
+	ssize_t n;
+
+	T_ASSERT(fd >= 0, "open " KT_PCT_PARAM);
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+void kt_vm_new_unbounded(struct kt_vm *vm, uint64_t mem_size, uint32_t flags)
+{
+	char was[16];
+
+	kt_pct_get(was, sizeof(was));
+	T_EQ(kt_pct_set("100"), 0);
+	kt_vm_new(vm, mem_size, flags);
+	T_EQ(kt_pct_set(was), 0);
+}
+
 void kt_vm_destroy(struct kt_vm *vm)
 {
 	munmap(vm->run, vm->run_size);

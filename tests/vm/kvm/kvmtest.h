@@ -16,6 +16,7 @@
 #define TESTS_VM_KVM_KVMTEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <linux/kvm.h>
@@ -57,6 +58,14 @@ static inline uint64_t kt_pte(uint64_t gfn, uint64_t flags)
 void kt_vm_create(struct kt_vm *vm, uint64_t mem_size);
 /* kt_vm_create(), then attached with flags. */
 void kt_vm_new(struct kt_vm *vm, uint64_t mem_size, uint32_t flags);
+/*
+ * kt_vm_new() with max_tables_pct at 100 for the attach, then put back:
+ * for VMs whose few MiB hold more tables than any real guest's.
+ */
+void kt_vm_new_unbounded(struct kt_vm *vm, uint64_t mem_size, uint32_t flags);
+/* kvm_pagetype's max_tables_pct: read (as text), written (0 or -errno). */
+void kt_pct_get(char *buf, size_t size);
+int kt_pct_set(const char *val);
 /* Close every fd, the pagetype one last (it holds the VM). */
 void kt_vm_destroy(struct kt_vm *vm);
 uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn);

@@ -255,7 +255,7 @@ static int dma_bench(const char *dev, uint32_t frames)
 
 	frames = frames ? (frames + DMA_MAX - 1) / DMA_MAX * DMA_MAX : DMA_MAX;
 
-	kt_vm_new(&vm, 8 << 20, 0);
+	kt_vm_new_unbounded(&vm, 8 << 20, 0);
 	T_ASSERT(DMA_GFN(DMA_MAX - 1) < vm.mem_size / KT_PAGE, "VM size");
 	T_ASSERT(!ioctl(vm.pt_fd, KVM_PAGETYPE_DMA_CONFINE, &d),
 		 "DMA_CONFINE %s", dev);
@@ -325,7 +325,7 @@ int main(int argc, char **argv)
 				 strtoul(argv[3], NULL, 0) : 4096);
 	if (!tables)
 		tables = 64;
-	kt_vm_new(&vm, 8 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_vm_new_unbounded(&vm, 8 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	code = (uint8_t *)kt_frame(&vm, KT_CODE_GFN);
 	memcpy(code + LOOP_OUT, loop_out, sizeof(loop_out));

@@ -12,8 +12,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <linux/userfaultfd.h>
 #include <unistd.h>
 
 #include "kvmtest.h"
@@ -454,7 +457,7 @@ KVMTEST(subtree)
 	unsigned int i;
 
 	T_EQ(pthread_create(&watch, NULL, gap_watch, NULL), 0);
-	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_vm_new_unbounded(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	lay_subtree(&vm);
 	for (i = 1; i <= SUBTREE_ROUNDS; i++) {
@@ -495,7 +498,7 @@ KVMTEST(subtree)
 	}
 	kt_vm_destroy(&vm);
 
-	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_vm_new_unbounded(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	lay_subtree(&vm);
 	kt_frame(&vm, SUB_L3)[0] = kt_pte(SUB_L2, KT_RW);
@@ -528,7 +531,7 @@ static void kill_by_batch(uint64_t gpa, uint32_t count)
 	struct kvm_pagetype_batch b = { .gpa = gpa, .count = count };
 	struct kt_vm vm;
 
-	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_vm_new_unbounded(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	T_ASSERT(ioctl(vm.pt_fd, KVM_PAGETYPE_RUN_BATCH, &b) == -1 &&
 		 errno == EIO, "batch at %#llx of %u",
@@ -592,7 +595,7 @@ KVMTEST(overflow)
 	uint64_t t, i;
 	uint32_t n;
 
-	new_vm(&vm, 40 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_vm_new_unbounded(&vm, 40 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
 	kt_pin_user_tables(&vm);
 	for (t = first; t < first + tables; t++)
 		for (i = 0; i < 512; i++)
@@ -905,6 +908,127 @@ KVMTEST(global)
 	printf("global: %llu batches, %llu kills, %llu validations\n",
 	       (unsigned long long)g1.batches, (unsigned long long)g1.kills,
 	       (unsigned long long)g1.validations);
+}
+
+/*
+ * A VMM whose memory faults and never gets an answer (userfaultfd here;
+ * FUSE would do) while a pin of its holds its engine lock: the global
+ * counters and another VMM's attach and close still finish at once.
+ * STUCK_WAIT_S bounds "at once", far above their milliseconds.
+ */
+#define STUCK_WAIT_S	10
+
+static void *stuck_pin(void *arg)
+{
+	struct kt_vm *vm = arg;
+
+	/* the frame is missing: the read under the engine lock waits */
+	T_EQ(kt_op(vm, OP(PIN_L1), T_FRAME), R(OK));
+	return NULL;
+}
+
+static void *stuck_global(void *arg)
+{
+	struct kvm_pagetype_stats s;
+
+	kt_stats(arg, true, &s);
+	return NULL;
+}
+
+static void *stuck_other(void *arg)
+{
+	struct kt_vm other;
+
+	(void)arg;
+	new_vm(&other, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&other);
+	kt_vm_destroy(&other);
+	return NULL;
+}
+
+static void expect_done(void *(*fn)(void *), void *arg, const char *what)
+{
+	struct timespec until;
+	pthread_t t;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STUCK_WAIT_S;
+	T_EQ(pthread_create(&t, NULL, fn, arg), 0);
+	T_ASSERT(!pthread_timedjoin_np(t, NULL, &until),
+		 "%s waited %d s on a VM stuck in a fault", what,
+		 STUCK_WAIT_S);
+}
+
+KVMTEST(stuck_vm)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	struct pollfd pfd;
+	struct kt_vm vm;
+	pthread_t pin;
+	int uffd;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	T_ASSERT(uffd >= 0, "userfaultfd");
+	T_EQ(ioctl(uffd, UFFDIO_API, &api), 0);
+	reg = (struct uffdio_register){
+		.range = { .start = (uintptr_t)kt_frame(&vm, T_FRAME),
+			   .len = KT_PAGE },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	T_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+	T_EQ(madvise(kt_frame(&vm, T_FRAME), KT_PAGE, MADV_DONTNEED), 0);
+	T_EQ(pthread_create(&pin, NULL, stuck_pin, &vm), 0);
+	/* the fault reported: the pin is waiting, its engine lock held */
+	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	T_EQ(poll(&pfd, 1, STUCK_WAIT_S * 1000), 1);
+	expect_done(stuck_global, &vm, "the global counters");
+	expect_done(stuck_other, NULL, "another VMM's attach and close");
+	/* no answer ever: closing the uffd lets the fault go on */
+	close(uffd);
+	T_EQ(pthread_join(pin, NULL), 0);
+	kt_vm_destroy(&vm);
+	printf("stuck-vm: the global counters and another VM's life went on "
+	       "while a VM's engine waited on a fault\n");
+}
+
+/*
+ * The bound on a VM's tables (max_tables_pct, taken at attach): at 1% of
+ * 1024 frames, 10 tables.  Pins pass up to 10 tables (those the user
+ * tables' pins validated included), the next gets R_FULL and takes
+ * nothing; a guest store linking an L1 of no type under the pinned L2
+ * would validate an eleventh: the VM is killed.  Values outside 1..100
+ * are refused.
+ */
+KVMTEST(table_bound)
+{
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	char was[16];
+	uint64_t gfn;
+	uint16_t r;
+
+
+	kt_pct_get(was, sizeof(was));
+	T_EQ(kt_pct_set("0"), -EINVAL);
+	T_EQ(kt_pct_set("101"), -EINVAL);
+	T_EQ(kt_pct_set("1"), 0);
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	T_EQ(kt_pct_set(was), 0);
+	kt_pin_user_tables(&vm);
+	for (gfn = T_FRAME, r = R(OK); gfn < T_FRAME + 10 && r == R(OK); gfn++)
+		r = kt_op(&vm, OP(PIN_L1), gfn);
+	gfn--;
+	T_EQ(r, R(FULL));
+	kt_stats(&vm, false, &s);
+	T_EQ(s.tables[0] + s.tables[1] + s.tables[2] + s.tables[3], 10);
+	T_EQ(kt_query(&vm, gfn), 0);
+	T_EQ(kt_guest_store(&vm, kt_kva(KT_UL2_GFN * KT_PAGE + 8),
+			    kt_pte(gfn, KT_RW), 8), -EIO);
+	expect_dead(&vm, KVM_PAGETYPE_KILL_WRITE);
+	kt_vm_destroy(&vm);
+	expect_healthy();
 }
 
 KVMTEST_MAIN(NULL)
