@@ -26,7 +26,6 @@ struct kpt_vm {
 	struct list_head node;		/* on kpt_vms */
 	struct dentry *debugfs;
 	unsigned int id;
-	u64 doorbell;			/* its gpa, or KVM_PAGETYPE_NO_DOORBELL */
 	u64 doorbells;			/* batches run through it */
 	int killed;			/* set once, by kpt_kill */
 	u32 kill_reason;		/* KVM_PAGETYPE_KILL_* */

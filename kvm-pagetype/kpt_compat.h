@@ -70,6 +70,13 @@ static inline int kpt_write_track(struct kvm *kvm, u64 gfn, bool on)
 	idx = srcu_read_lock(&kvm->srcu);
 	write_lock(&kvm->mmu_lock);
 	slot = gfn_to_memslot(kvm, gfn);
+	/*
+	 * A slot being deleted or moved, its tracking already flushed
+	 * (kpt_region_gone): a frame tracked there now would be untracked
+	 * later in the new slot, whose count KVM WARNs below zero.
+	 */
+	if (slot && on && (slot->flags & KVM_MEMSLOT_INVALID))
+		slot = NULL;
 	ret = slot ? 0 : -EFAULT;
 	if (slot && on)
 		kvm_slot_page_track_add_page(kvm, slot, gfn,

@@ -237,9 +237,9 @@ static int kpt_dma_pin_all(struct kpt_vm *vm, struct kpt_dma *dma)
 		return -ESRCH;
 	idx = srcu_read_lock(&kvm->srcu);
 	kvm_for_each_memslot(slot, bkt, kvm_memslots(kvm)) {
-		/* KVM's private slots and ROM are no DMA target. */
+		/* KVM's private slots, ROM and slots going are no DMA target. */
 		if (slot->id >= KVM_USER_MEM_SLOTS ||
-		    (slot->flags & KVM_MEM_READONLY))
+		    (slot->flags & (KVM_MEM_READONLY | KVM_MEMSLOT_INVALID)))
 			continue;
 		ret = kpt_dma_pin_slot(vm, dma, slot);
 		if (ret)

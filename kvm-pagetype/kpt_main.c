@@ -360,6 +360,15 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	ret = -EPERM;
 	if (kvm->mm != current->mm)
 		goto err_put_kvm;
+	/*
+	 * Without it KVM tracks no write under TDP, and WARNs at the first
+	 * frame asked for: the rules could hold nothing.
+	 */
+	ret = -EOPNOTSUPP;
+	if (!IS_ENABLED(CONFIG_KVM_EXTERNAL_WRITE_TRACKING)) {
+		pr_warn_once("attach refused: the kernel is built without CONFIG_KVM_EXTERNAL_WRITE_TRACKING\n");
+		goto err_put_kvm;
+	}
 	a.nr_frames = kpt_guest_frames(kvm);
 	ret = -EINVAL;
 	if (!a.nr_frames)
@@ -373,7 +382,6 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	if (!vm)
 		goto err_put_kvm;
 	vm->kvm = kvm;
-	vm->doorbell = KVM_PAGETYPE_NO_DOORBELL;
 	vm->env.read_table = kpt_read_table;
 	vm->env.track = kpt_track;
 	vm->env.dma = kpt_dma_hook;
@@ -435,7 +443,6 @@ static long kpt_set_doorbell(struct kpt_vm *vm, void __user *argp)
 	      d.gpa >> PAGE_SHIFT;
 	switch (pt_engine_set_doorbell(&vm->engine, gfn)) {
 	case KVM_PAGETYPE_R_OK:
-		WRITE_ONCE(vm->doorbell, d.gpa);
 		return 0;
 	case KVM_PAGETYPE_R_RANGE:
 		return -ERANGE;
@@ -481,7 +488,6 @@ static long kpt_get_stats(struct kpt_vm *vm, void __user *argp, size_t size)
 
 static long kpt_reset(struct kpt_vm *vm, void __user *argp)
 {
-	WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
 	pt_engine_reset(&vm->engine);
 	return 0;
 }

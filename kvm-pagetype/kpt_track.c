@@ -62,7 +62,8 @@ void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 
 	if (READ_ONCE(vm->killed))
 		return;
-	if ((gpa & PAGE_MASK) == READ_ONCE(vm->doorbell)) {
+	rule = pt_engine_write(&vm->engine, gpa);
+	if (rule == PT_DOORBELL) {
 		/*
 		 * From 6.7 the vCPU is kvm_get_running_vcpu(): a write no
 		 * vCPU made rings nothing (there is none to answer).
@@ -71,7 +72,6 @@ void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 			kpt_doorbell(vm, vcpu, gpa, new, bytes);
 		return;
 	}
-	rule = pt_engine_write(&vm->engine, gpa);
 	if (rule)
 		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
 }
@@ -114,8 +114,7 @@ void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
 
 	if (kpt_still_ram(vm->kvm, gfn, npages))
 		return;
-	if (pt_engine_forget_doorbell(&vm->engine, gfn, npages))
-		WRITE_ONCE(vm->doorbell, KVM_PAGETYPE_NO_DOORBELL);
+	pt_engine_forget_doorbell(&vm->engine, gfn, npages);
 	if (pt_engine_has_table(&vm->engine, gfn, npages))
 		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT, gfn << PAGE_SHIFT, 0);
 	kpt_dma_region_gone(vm, gfn, npages);

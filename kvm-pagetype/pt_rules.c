@@ -563,8 +563,12 @@ u16 pt_engine_write(struct pt_engine *e, u64 gpa)
 	pt_mutex_lock(&e->lock);
 	/* Tables lie in the frames covered, which only grow under the lock. */
 	shadow = gfn < e->nr_frames ? e->shadow[gfn] : NULL;
-	if (!shadow)
+	if (!shadow) {
+		/* decided here, so that a table's write is never taken for it */
+		if (gfn == e->doorbell)
+			r = PT_DOORBELL;
 		goto out;	/* not a table (any more): not ours */
+	}
 	level = pt_type(e->word[gfn]);
 	e->stats.writes++;
 	e->validate_left = KVM_PAGETYPE_VALIDATE_MAX;

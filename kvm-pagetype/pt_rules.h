@@ -157,8 +157,10 @@ u32 pt_engine_batch_locked(struct pt_engine *e, u64 home,
  * A guest write at gpa has landed.  If its frame is a table, every entry
  * whose grant differs between memory now and the table's shadow is
  * validated like an mmu_update.  Returns 0, or the R_* code of the rule
- * broken (R_IO: the table could not be read); the caller kills the VM.
+ * broken (R_IO: the table could not be read; the caller kills the VM), or
+ * PT_DOORBELL: the frame is the doorbell's (the caller rings it).
  */
+#define PT_DOORBELL	0xffff
 u16 pt_engine_write(struct pt_engine *e, u64 gpa);
 
 /* Whether the frame is a table (validated, write tracked); under the lock. */

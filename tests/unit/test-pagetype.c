@@ -987,8 +987,9 @@ static void test_doorbell_reset(void)
 	T_EQ(fk.tracked[30], 1);
 	T_EQ(pt_engine_set_doorbell(&eng, 30), KVM_PAGETYPE_R_OK);
 	T_EQ(fk.tracked[30], 1);
-	/* The doorbell frame is never a table. */
+	/* The doorbell frame is never a table; a write to it rings. */
 	T_EQ(pin(1, 30), KVM_PAGETYPE_R_BUSY);
+	T_EQ(write64(30, 0, 1), PT_DOORBELL);
 	/* Moving it untracks the old one. */
 	T_EQ(pt_engine_set_doorbell(&eng, 31), KVM_PAGETYPE_R_OK);
 	T_EQ(fk.tracked[30], 0);
@@ -1020,6 +1021,7 @@ static void test_doorbell_reset(void)
 		T_EQ(fk.tracked[i], 0);
 	}
 	T_EQ(eng.doorbell, PT_NO_HOME);
+	T_EQ(write64(31, 0, 0), 0);	/* rings nothing any more */
 	T_EQ(eng.mode, KVM_PAGETYPE_MODE_COARSE);
 	T_EQ(eng.stats.ops[KVM_PAGETYPE_OP_PIN_L2], 2);
 	check_invariants();
@@ -1032,6 +1034,10 @@ static void test_doorbell_reset(void)
 	T_EQ(pt_engine_set_doorbell(&eng, PT_NO_HOME), KVM_PAGETYPE_R_OK);
 	T_EQ(fk.tracked[33], 0);
 	T_EQ(pt_engine_set_doorbell(&eng, 34), KVM_PAGETYPE_R_OK);
+	/* The old doorbell frame as a table: its writes are validated. */
+	T_EQ(pin(1, 31), KVM_PAGETYPE_R_OK);
+	T_EQ(write64(31, 0, pte(21, PT_RW)), KVM_PAGETYPE_R_TYPE);
+	page(31)[0] = 0;
 	check_invariants();
 	teardown();	/* asserts the doorbell was untracked too */
 }
