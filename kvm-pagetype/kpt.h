@@ -19,6 +19,9 @@ struct kpt_dma;
 struct pci_dev;
 
 struct kpt_vm {
+	refcount_t refs;		/* the file's, and kpt_unseen.c's */
+	struct kpt_bits __rcu *tracked;	/* kpt_track.c */
+	struct rcu_head rcu;		/* kpt_vm_put() */
 	struct kvm *kvm;
 	struct pt_engine engine;
 	struct pt_env env;
@@ -35,6 +38,14 @@ struct kpt_vm {
 };
 
 /* kpt_main.c: the VM's end, its batches (ioctl or doorbell), its counters. */
+/*
+ * The attached VM of kvm, referenced (kpt_vm_put()), or NULL; any context
+ * (an RCU lookup).
+ */
+struct kpt_vm *kpt_vm_get(struct kvm *kvm);
+/* Under rcu_read_lock(): the attached VM of kvm, unreferenced, or NULL. */
+struct kpt_vm *kpt_vm_lookup_rcu(struct kvm *kvm);
+void kpt_vm_put(struct kpt_vm *vm);
 void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule);
 long kpt_batch(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa, u32 count);
 void kpt_vm_stats(struct kpt_vm *vm, struct kvm_pagetype_stats *s);
@@ -58,6 +69,15 @@ void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 		     int bytes, struct kvm_page_track_notifier_node *node);
 void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
 		     u64 npages);
+/* A write no notifier saw: its frames checked as a trapped write's. */
+void kpt_check_range(struct kpt_vm *vm, u64 gpa, u64 len);
+/* Whether kvm's VM tracks a frame in the range: any context. */
+bool kpt_tracked_any(struct kvm *kvm, u64 gpa, u64 len);
+void kpt_tracked_free(struct kpt_vm *vm);
+
+/* kpt_unseen.c: KVM's own writes of guest memory, probed. */
+int kpt_unseen_init(void);
+void kpt_unseen_exit(void);
 
 /* kpt_debugfs.c: the counters, global and per VM. */
 void kpt_debugfs_init(void);

@@ -284,6 +284,14 @@ static void kpt_dma_free(struct kpt_dma *dma)
  */
 static void kpt_dma_teardown(struct kpt_dma *dma)
 {
+	/*
+	 * Quiesced before the host's default domain takes it back, as vfio
+	 * does: no DMA meant for the VM lands at a host address then.  A
+	 * device with no reset method keeps its state, bus mastering off.
+	 */
+	pci_clear_master(dma->pdev);
+	if (pci_reset_function(dma->pdev))
+		pci_info(dma->pdev, "no reset method: bus mastering off only\n");
 	iommu_detach_group(dma->domain, dma->group);
 	iommu_domain_free(dma->domain);
 	kpt_dma_unpin(dma);
@@ -358,6 +366,9 @@ long kpt_dma_confine(struct kpt_vm *vm, void __user *argp)
 
 	if (kvm->mm != current->mm)
 		return -EPERM;		/* it pins the VMM's memory */
+	/* A host device handed to a VM: the node's mode is not enough. */
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
 	if (READ_ONCE(vm->killed))
 		return -EIO;
 	if (vm->engine.nr_frames > KPT_DMA_MAX_FRAMES)
@@ -386,6 +397,13 @@ long kpt_dma_confine(struct kpt_vm *vm, void __user *argp)
 		ret = PTR_ERR(dma->pdev);
 		goto err_free;
 	}
+	/* An endpoint: a bridge forwards the DMA of devices behind it. */
+	if (dma->pdev->hdr_type != PCI_HEADER_TYPE_NORMAL) {
+		pci_warn(dma->pdev, "vm%u: not an endpoint, not confined\n",
+			 vm->id);
+		ret = -EINVAL;
+		goto err_put_pdev;
+	}
 	dma->group = iommu_group_get(&dma->pdev->dev);
 	if (!dma->group) {
 		pci_warn(dma->pdev, "vm%u: not behind an IOMMU, not confined\n",
@@ -400,8 +418,15 @@ long kpt_dma_confine(struct kpt_vm *vm, void __user *argp)
 		ret = -EINVAL;
 		goto err_put_group;
 	}
-	/* From here no DMA-API driver can bind to it, as for vfio-pci. */
-	ret = iommu_group_claim_dma_owner(dma->group, vm);
+	/*
+	 * From here no DMA-API driver can bind to it, as for vfio-pci.  A
+	 * driver that manages DMA itself (vfio-pci, pci-stub) would not stop
+	 * the claim: no driver at all, checked under the device's lock.
+	 */
+	device_lock(&dma->pdev->dev);
+	ret = dma->pdev->dev.driver ? -EPERM :
+	      iommu_group_claim_dma_owner(dma->group, vm);
+	device_unlock(&dma->pdev->dev);
 	if (ret) {
 		pci_warn(dma->pdev, "vm%u: a driver or another owner holds its DMA (%d), not confined\n",
 			 vm->id, ret);

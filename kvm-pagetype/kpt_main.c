@@ -13,8 +13,9 @@
  * docs/pagetype.md is the specification.
  *
  * This file holds the device node, attach and detach, the ioctls, the
- * batches and the counters; kpt_track.c the write tracking, kpt_dma.c the
- * DMA confinement, kpt_debugfs.c the debugfs files (kpt.h).
+ * batches and the counters; kpt_track.c the write tracking, kpt_unseen.c
+ * KVM's own writes, kpt_dma.c the DMA confinement, kpt_debugfs.c the
+ * debugfs files (kpt.h).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -78,6 +79,15 @@ struct kpt_file {
 
 static LIST_HEAD(kpt_vms);
 static DEFINE_MUTEX(kpt_vms_lock);
+/* The same VMs by their struct kvm, for lookups from any context. */
+static DEFINE_XARRAY(kpt_vms_by_kvm);
+
+/* A struct kvm is large and aligned: its address over 64 is unique. */
+static unsigned long kpt_kvm_index(struct kvm *kvm)
+{
+	return (unsigned long)kvm >> 6;
+}
+
 /* The counters of VMs already detached, for the global totals. */
 static struct kvm_pagetype_stats kpt_retired;
 static unsigned int kpt_next_id;
@@ -86,6 +96,7 @@ static const char * const kpt_kill_names[] = {
 	[KVM_PAGETYPE_KILL_WRITE] = "a trapped write broke a rule",
 	[KVM_PAGETYPE_KILL_BATCH] = "malformed batch",
 	[KVM_PAGETYPE_KILL_MEMSLOT] = "memslot holding a pinned table removed",
+	[KVM_PAGETYPE_KILL_UNSEEN] = "a write KVM made itself broke a rule",
 };
 
 /* One log budget per reason: a flood of one kind hides no other. */
@@ -106,6 +117,37 @@ void kpt_kill(struct kpt_vm *vm, u32 why, u64 gpa, u16 rule)
 			vm->id, vm->kvm->userspace_pid, kpt_kill_names[why],
 			gpa, rule);
 	kvm_vm_dead(vm->kvm);
+}
+
+struct kpt_vm *kpt_vm_get(struct kvm *kvm)
+{
+	struct kpt_vm *vm;
+
+	rcu_read_lock();
+	vm = xa_load(&kpt_vms_by_kvm, kpt_kvm_index(kvm));
+	if (vm && !refcount_inc_not_zero(&vm->refs))
+		vm = NULL;
+	rcu_read_unlock();
+	return vm;
+}
+
+struct kpt_vm *kpt_vm_lookup_rcu(struct kvm *kvm)
+{
+	return xa_load(&kpt_vms_by_kvm, kpt_kvm_index(kvm));
+}
+
+/*
+ * The last reference frees the engine and lets the VM go; the struct
+ * after a grace period (kpt_vm_get() may be looking at it).
+ */
+void kpt_vm_put(struct kpt_vm *vm)
+{
+	if (!refcount_dec_and_test(&vm->refs))
+		return;
+	pt_engine_destroy(&vm->engine);
+	kpt_tracked_free(vm);
+	kvm_put_kvm(vm->kvm);
+	kfree_rcu(vm, rcu);
 }
 
 static int kpt_read_table(void *priv, u64 gfn, u64 *entries)
@@ -131,8 +173,10 @@ static int kpt_write_back(struct kvm *kvm, struct kvm_vcpu *vcpu, u64 gpa,
 	unsigned long hva;
 	int idx, ret = 0;
 
+	/* within a page; not through the function kpt_unseen.c probes */
 	if (vcpu)
-		return kvm_vcpu_write_guest(vcpu, gpa, data, len);
+		return kvm_vcpu_write_guest_page(vcpu, gpa >> PAGE_SHIFT, data,
+						 offset_in_page(gpa), len);
 	idx = srcu_read_lock(&kvm->srcu);
 	hva = gfn_to_hva(kvm, gpa >> PAGE_SHIFT);
 	if (kvm_is_error_hva(hva) ||
@@ -310,6 +354,7 @@ static void kpt_detach(struct kpt_vm *vm)
 	kpt_vm_stats(vm, &s);
 	mutex_lock(&kpt_vms_lock);
 	list_del(&vm->node);
+	xa_erase(&kpt_vms_by_kvm, kpt_kvm_index(vm->kvm));
 	/* Its events stay in the totals; what it holds now goes with it. */
 	memset(s.pinned, 0, sizeof(s.pinned));
 	memset(s.tables, 0, sizeof(s.tables));
@@ -324,9 +369,8 @@ static void kpt_detach(struct kpt_vm *vm)
 
 	/* After this no notifier runs: synchronize_srcu, so never locked. */
 	kvm_page_track_unregister_notifier(vm->kvm, &vm->notifier);
-	pt_engine_destroy(&vm->engine);
-	kvm_put_kvm(vm->kvm);
-	kfree(vm);
+	/* A check of a write KVM made may still hold it (kpt_unseen.c). */
+	kpt_vm_put(vm);
 }
 
 static long kpt_attach(struct kpt_file *kf, void __user *argp)
@@ -381,6 +425,7 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 	vm = kzalloc(sizeof(*vm), GFP_KERNEL_ACCOUNT);
 	if (!vm)
 		goto err_put_kvm;
+	refcount_set(&vm->refs, 1);
 	vm->kvm = kvm;
 	vm->env.read_table = kpt_read_table;
 	vm->env.track = kpt_track;
@@ -407,6 +452,10 @@ static long kpt_attach(struct kpt_file *kf, void __user *argp)
 		if (other->kvm == kvm)
 			goto err_unlock_vms;
 	}
+	ret = xa_err(xa_store(&kpt_vms_by_kvm, kpt_kvm_index(kvm), vm,
+			      GFP_KERNEL_ACCOUNT));
+	if (ret)
+		goto err_unlock_vms;
 	vm->id = kpt_next_id++;
 	list_add_tail(&vm->node, &kpt_vms);
 	kvm_page_track_register_notifier(kvm, &vm->notifier);
@@ -597,10 +646,14 @@ static int __init kpt_init(void)
 	for (i = 0; i < ARRAY_SIZE(kpt_kill_rs); i++)
 		ratelimit_state_init(&kpt_kill_rs[i], DEFAULT_RATELIMIT_INTERVAL,
 				     DEFAULT_RATELIMIT_BURST);
+	ret = kpt_unseen_init();
+	if (ret)
+		return ret;
 	kpt_debugfs_init();
 	ret = misc_register(&kpt_misc);
 	if (ret) {
 		kpt_debugfs_exit();
+		kpt_unseen_exit();
 		return ret;
 	}
 	pr_info("ABI %d, /dev/%s\n", KVM_PAGETYPE_ABI_VERSION, kpt_misc.name);
@@ -612,6 +665,7 @@ static void __exit kpt_exit(void)
 {
 	misc_deregister(&kpt_misc);
 	kpt_debugfs_exit();
+	kpt_unseen_exit();
 }
 
 module_init(kpt_init);

@@ -15,10 +15,71 @@
 #include "kpt.h"
 #include "kpt_compat.h"
 
+/*
+ * The frames tracked, as bits readable under RCU from any context (the
+ * probes of kpt_unseen.c): set before a frame is tracked, cleared after.
+ * Written under the engine's lock, which every track hook call holds;
+ * grown to the highest frame tracked.
+ */
+struct kpt_bits {
+	u64 n;
+	unsigned long bits[];
+};
+
+static int kpt_tracked_grow(struct kpt_vm *vm, u64 gfn)
+{
+	struct kpt_bits *old = rcu_dereference_protected(vm->tracked, 1);
+	u64 n = max_t(u64, gfn + 1, old ? 2 * old->n : 1ULL << 15);
+	struct kpt_bits *b;
+
+	n = round_up(n, BITS_PER_LONG);
+	b = kvzalloc(struct_size(b, bits, BITS_TO_LONGS(n)),
+		     GFP_KERNEL_ACCOUNT);
+	if (!b)
+		return -ENOMEM;
+	b->n = n;
+	if (old)
+		bitmap_copy(b->bits, old->bits, old->n);
+	rcu_assign_pointer(vm->tracked, b);
+	if (old) {
+		synchronize_rcu();
+		kvfree(old);
+	}
+	return 0;
+}
+
+void kpt_tracked_free(struct kpt_vm *vm)
+{
+	kvfree(rcu_dereference_protected(vm->tracked, 1));
+}
+
+bool kpt_tracked_any(struct kvm *kvm, u64 gpa, u64 len)
+{
+	u64 gfn = gpa >> PAGE_SHIFT, last;
+	const struct kpt_bits *b;
+	struct kpt_vm *vm;
+	bool hit = false;
+
+	if (!len)
+		return false;
+	last = (gpa + len - 1) >> PAGE_SHIFT;
+	if (last < gfn)
+		last = U64_MAX >> PAGE_SHIFT;
+	rcu_read_lock();
+	vm = kpt_vm_lookup_rcu(kvm);
+	b = vm ? rcu_dereference(vm->tracked) : NULL;
+	for (; b && gfn <= last && gfn < b->n && !hit; gfn++)
+		hit = test_bit(gfn, b->bits);
+	rcu_read_unlock();
+	return hit;
+}
+
 /* The engine's track hook: write-track frame gfn (a pinned table), or stop. */
 int kpt_track(void *priv, u64 gfn, bool on)
 {
 	struct kpt_vm *vm = priv;
+	struct kpt_bits *b = rcu_dereference_protected(vm->tracked, 1);
+	int ret;
 
 	/*
 	 * A killed VM keeps its tracking: its memslots may have gone (the
@@ -26,7 +87,19 @@ int kpt_track(void *priv, u64 gfn, bool on)
 	 */
 	if (!on && READ_ONCE(vm->killed))
 		return 0;
-	return kpt_write_track(vm->kvm, gfn, on);
+	if (on) {
+		if (!b || gfn >= b->n) {
+			ret = kpt_tracked_grow(vm, gfn);
+			if (ret)
+				return ret;
+			b = rcu_dereference_protected(vm->tracked, 1);
+		}
+		set_bit(gfn, b->bits);
+	}
+	ret = kpt_write_track(vm->kvm, gfn, on);
+	if ((ret && on) || (!ret && !on && b && gfn < b->n))
+		clear_bit(gfn, b->bits);
+	return ret;
 }
 
 /* The fast path: the guest rang the doorbell page (kvm_pagetype.h). */
@@ -49,8 +122,9 @@ static void kpt_doorbell(struct kpt_vm *vm, struct kvm_vcpu *vcpu, u64 gpa,
 		result[0] = -ret;
 	else
 		result[1] = ret;
-	kvm_vcpu_write_guest(vcpu, db + KVM_PAGETYPE_DB_STATUS_OFF, result,
-			     sizeof(result));
+	/* not through the function kpt_unseen.c probes */
+	kvm_vcpu_write_guest_page(vcpu, db >> PAGE_SHIFT, result,
+				  KVM_PAGETYPE_DB_STATUS_OFF, sizeof(result));
 }
 
 /* Runs in the vCPU thread, after the write landed; may sleep. */
@@ -74,6 +148,24 @@ void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 	}
 	if (rule)
 		kpt_kill(vm, KVM_PAGETYPE_KILL_WRITE, gpa, rule);
+}
+
+void kpt_check_range(struct kpt_vm *vm, u64 gpa, u64 len)
+{
+	u64 end = gpa + len, page;
+	u16 rule;
+
+	if (end < gpa)
+		end = U64_MAX;
+	for (page = gpa & PAGE_MASK; page < end && !READ_ONCE(vm->killed);
+	     page += PAGE_SIZE) {
+		rule = pt_engine_write(&vm->engine, page);
+		/* KVM writing the doorbell page rings nothing */
+		if (rule && rule != PT_DOORBELL)
+			kpt_kill(vm, KVM_PAGETYPE_KILL_UNSEEN, page, rule);
+		if (page + PAGE_SIZE < page)
+			break;
+	}
 }
 
 /*

@@ -26,8 +26,9 @@ def host(name, script, programs=(), npt=0, module_path=None, **opts):
     """A level-1 guest with kvm_amd npt=<npt> and kvm_pagetype loaded (ours,
     or the one at @module_path)."""
     progs = [builddir("tests", "vm", "kvm", p) for p in programs]
+    kmods = ["kvm", "kvm_amd"] + list(opts.pop("kmods", ()))
     return Guest(name, script, shell_libs=[SCRIPT_HEAD],
-                 kmods=["kvm", "kvm_amd"], kmod_opts={"kvm_amd": "npt=%d" % npt},
+                 kmods=kmods, kmod_opts={"kvm_amd": "npt=%d" % npt},
                  modules=[module_path or
                           builddir("kvm-pagetype", "kvm_pagetype.ko")],
                  programs=progs, smp=1, memory=1024, **opts)
@@ -52,11 +53,13 @@ def check_ops(r):
     for name in ("abi", "pin", "legal-writes", "kill-write",
                  "kill-by-reference", "by-reference", "subtree", "batches",
                  "overflow", "memslots", "io-and-growth", "lifetimes",
-                 "modes", "doorbell", "global", "stuck-vm", "table-bound"):
+                 "modes", "doorbell", "global", "unseen-writes", "stuck-vm",
+                 "table-bound"):
         check("ok " + name in out, "test %s did not pass" % name)
     dmesg = r.dmesg.decode(errors="replace")
     for why in ("a trapped write broke a rule", "malformed batch",
-                "memslot holding a pinned table removed"):
+                "memslot holding a pinned table removed",
+                "a write KVM made itself broke a rule"):
         check("killed: " + why in dmesg, "no kill logged for: " + why)
     stats = dict(line.split() for line in
                  r.files["global"].decode().splitlines())

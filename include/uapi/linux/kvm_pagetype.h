@@ -156,6 +156,7 @@ struct kvm_pagetype_doorbell {
 #define KVM_PAGETYPE_KILL_WRITE		1	/* a trapped write broke a rule */
 #define KVM_PAGETYPE_KILL_BATCH		2	/* a malformed batch */
 #define KVM_PAGETYPE_KILL_MEMSLOT	3	/* a pinned table's memory left */
+#define KVM_PAGETYPE_KILL_UNSEEN	4	/* a write KVM made broke a rule */
 
 struct kvm_pagetype_stats {
 	__u64 ops[KVM_PAGETYPE_NR_OPS];	/* ops run, per code */

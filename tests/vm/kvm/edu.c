@@ -72,6 +72,10 @@ bool find_device(int want, char *name, size_t len)
 			found = vendor == EDU_VENDOR && device == EDU_DEVICE;
 		else if (want == 1)
 			found = group_size(d->d_name) > 1;
+		else if (want == 3)
+			found = group_size(d->d_name) == 1 &&
+				!read_sysfs_hex(d->d_name, "class", &device) &&
+				device >> 8 == 0x0604;	/* PCI-to-PCI bridge */
 		else
 			found = group_size(d->d_name) == 1 &&
 				has_driver(d->d_name);
@@ -82,10 +86,38 @@ bool find_device(int want, char *name, size_t len)
 	return found;
 }
 
-void edu_setup(void)
+/* edu's PCI command register, through sysfs config. */
+static uint16_t edu_command(int set)
 {
 	char path[256];
 	uint16_t cmd;
+	int fd;
+
+	snprintf(path, sizeof(path), SYSPCI "/%s/config", edu_name);
+	fd = open(path, O_RDWR);
+	T_ASSERT(fd >= 0, "open %s", path);
+	T_EQ(pread(fd, &cmd, 2, PCI_COMMAND_REG), 2);
+	if (set) {
+		cmd |= set;
+		T_EQ(pwrite(fd, &cmd, 2, PCI_COMMAND_REG), 2);
+	}
+	close(fd);
+	return cmd;
+}
+
+void edu_bus_master(void)
+{
+	edu_command(PCI_CMD_MEMORY | PCI_CMD_MASTER);
+}
+
+bool edu_is_master(void)
+{
+	return edu_command(0) & PCI_CMD_MASTER;
+}
+
+void edu_setup(void)
+{
+	char path[256];
 	void *bar;
 	int fd;
 
@@ -93,14 +125,7 @@ void edu_setup(void)
 	T_ASSERT(!has_driver(edu_name), "edu %s has a driver", edu_name);
 	T_EQ(group_size(edu_name), 1);
 	edu = kt_pci_addr(edu_name);
-
-	snprintf(path, sizeof(path), SYSPCI "/%s/config", edu_name);
-	fd = open(path, O_RDWR);
-	T_ASSERT(fd >= 0, "open %s", path);
-	T_EQ(pread(fd, &cmd, 2, 4), 2);
-	cmd |= 0x6;			/* memory space, bus master */
-	T_EQ(pwrite(fd, &cmd, 2, 4), 2);
-	close(fd);
+	edu_bus_master();
 
 	snprintf(path, sizeof(path), SYSPCI "/%s/resource0", edu_name);
 	fd = open(path, O_RDWR | O_SYNC);

@@ -28,6 +28,9 @@
 #define EDU_BUF_SIZE	4096
 
 #define SYSPCI		"/sys/bus/pci/devices"
+#define PCI_COMMAND_REG	0x04
+#define PCI_CMD_MEMORY	0x2
+#define PCI_CMD_MASTER	0x4
 
 /* Set by edu_setup(): its PCI name, its address for the ioctls. */
 extern char edu_name[32];
@@ -40,9 +43,19 @@ int group_size(const char *dev);
  * The first device that matches: edu (want 0), a device sharing its
  * IOMMU group (1), a device alone in its group with a driver bound (2).
  */
+/*
+ * A device: want 0 edu, 1 one that shares its IOMMU group, 2 one alone in
+ * its group with a driver, 3 a bridge alone in its group.
+ */
 bool find_device(int want, char *name, size_t len);
 /* edu: found, unbound, memory decoding and bus mastering on, BAR mapped. */
 void edu_setup(void);
+/*
+ * Memory space and bus mastering on: at setup, and after each confine
+ * (a release turns bus mastering off).
+ */
+void edu_bus_master(void);
+bool edu_is_master(void);
 /* One transfer of len bytes; returns when edu says it is done. */
 void edu_dma(uint64_t src, uint64_t dst, uint32_t len, bool to_ram);
 

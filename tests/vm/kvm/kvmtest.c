@@ -18,11 +18,15 @@
  *   0x00: mov [rdi], rsi; out 0x10, al; hlt
  *   0x10: mov [rdi], esi; out 0x10, al; hlt
  *   0x20: mov rax, [rdi]; out 0x11, al; hlt
+ *   0x30: lgdt [rsi]; sgdt [rdi]; out 0x10, al; hlt
+ *   0x40: lidt [rsi]; sidt [rdi]; out 0x10, al; hlt
  */
 static const uint8_t guest_code[] = {
 	[0x00] = 0x48, 0x89, 0x37, 0xe6, PORT_STORE, 0xf4,
 	[0x10] = 0x89, 0x37, 0xe6, PORT_STORE, 0xf4,
 	[0x20] = 0x48, 0x8b, 0x07, 0xe6, PORT_LOAD, 0xf4,
+	[0x30] = 0x0f, 0x01, 0x16, 0x0f, 0x01, 0x07, 0xe6, PORT_STORE, 0xf4,
+	[0x40] = 0x0f, 0x01, 0x1e, 0x0f, 0x01, 0x0f, 0xe6, PORT_STORE, 0xf4,
 };
 
 uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn)
@@ -300,6 +304,13 @@ int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes)
 	T_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
 	return run_at(vm, code + (bytes == 8 ? 0x00 : 0x10), va, val,
 		      PORT_STORE, NULL, 0);
+}
+
+int kt_guest_store_dt(struct kt_vm *vm, bool idt, uint64_t va,
+		      uint64_t desc_va)
+{
+	return run_at(vm, kt_kva(KT_CODE_GFN * KT_PAGE) + (idt ? 0x40 : 0x30),
+		      va, desc_va, PORT_STORE, NULL, 0);
 }
 
 int kt_guest_load(struct kt_vm *vm, uint64_t va, uint64_t *val,

@@ -97,6 +97,13 @@ struct kvm_pagetype_dma_device kt_pci_addr(const char *name);
 int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes);
 int kt_guest_load(struct kt_vm *vm, uint64_t va, uint64_t *val,
 		  unsigned int timeout_s);
+/*
+ * Load the GDTR (the IDTR with idt) from the 10 bytes at desc_va, then
+ * store it at va with SGDT (SIDT): a store the instruction emulator makes
+ * through its write_std, which no page-track notifier sees.
+ */
+int kt_guest_store_dt(struct kt_vm *vm, bool idt, uint64_t va,
+		      uint64_t desc_va);
 
 /* The kernel-half virtual address of a guest-physical address. */
 static inline uint64_t kt_kva(uint64_t gpa)

@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
 #include "edu.h"
 #include "kvmtest.h"
 
@@ -101,9 +104,56 @@ static void global_stats(struct kvm_pagetype_stats *s)
 	*s = g.stats;
 }
 
+/* Confine d; edu's bus mastering back on (a release turned it off). */
 static int confine(int fd, struct kvm_pagetype_dma_device d)
 {
-	return ioctl(fd, KVM_PAGETYPE_DMA_CONFINE, &d) ? -errno : 0;
+	if (ioctl(fd, KVM_PAGETYPE_DMA_CONFINE, &d))
+		return -errno;
+	if (!memcmp(&d, &edu, sizeof(d)))
+		edu_bus_master();
+	return 0;
+}
+
+static void write_str(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+
+	T_ASSERT(fd >= 0, "open %s", path);
+	T_EQ(write(fd, val, strlen(val)), (ssize_t)strlen(val));
+	close(fd);
+}
+
+/* edu bound to pci-stub, which manages DMA itself (as vfio-pci), or not. */
+static void edu_stub(bool bind)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), SYSPCI "/%s/driver_override", edu_name);
+	if (bind) {
+		write_str(path, "pci-stub");
+		write_str("/sys/bus/pci/drivers_probe", edu_name);
+		T_ASSERT(has_driver(edu_name), "edu not bound to pci-stub");
+	} else {
+		write_str("/sys/bus/pci/drivers/pci-stub/unbind", edu_name);
+		write_str(path, "\n");
+		T_ASSERT(!has_driver(edu_name), "edu still has a driver");
+	}
+}
+
+/* CAP_SYS_ADMIN in the effective set, or out of it. */
+static void sys_admin(bool on)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct c[2];
+
+	T_EQ(syscall(SYS_capget, &h, c), 0);
+	if (on)
+		c[0].effective |= 1U << CAP_SYS_ADMIN;
+	else
+		c[0].effective &= ~(1U << CAP_SYS_ADMIN);
+	T_EQ(syscall(SYS_capset, &h, c), 0);
 }
 
 static int release(int fd, struct kvm_pagetype_dma_device d)
@@ -155,6 +205,16 @@ KVMTEST(refusals)
 	} else {
 		printf("# no device with a driver alone in a group: not tried\n");
 	}
+	/* Endpoints only; no driver, not even one that manages DMA itself. */
+	T_ASSERT(find_device(3, name, sizeof(name)), "no bridge alone");
+	T_EQ(confine(vm.pt_fd, kt_pci_addr(name)), -EINVAL);
+	edu_stub(true);
+	T_EQ(confine(vm.pt_fd, edu), -EPERM);
+	edu_stub(false);
+	/* A host device given to a VM: CAP_SYS_ADMIN, not the node's mode. */
+	sys_admin(false);
+	T_EQ(confine(vm.pt_fd, edu), -EPERM);
+	sys_admin(true);
 
 	/* GET_STATS of the size ABI 1 had before the dma_* fields. */
 	{
@@ -178,7 +238,10 @@ KVMTEST(refusals)
 	new_vm(&other);
 	T_EQ(confine(other.pt_fd, edu), -EPERM);
 	kt_vm_destroy(&other);
+	T_ASSERT(edu_is_master(), "edu is no bus master while confined");
 	T_EQ(release(vm.pt_fd, edu), 0);
+	/* quiesced before the host's domain took it back */
+	T_ASSERT(!edu_is_master(), "edu still a bus master after release");
 	T_EQ(release(vm.pt_fd, edu), -ENOENT);
 	kt_vm_destroy(&vm);
 }

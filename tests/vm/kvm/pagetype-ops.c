@@ -911,6 +911,48 @@ KVMTEST(global)
 }
 
 /*
+ * Stores KVM makes without a notifier (kpt_unseen.c): SGDT and SIDT, which
+ * the instruction emulator writes through its write_std when they fault
+ * on a tracked frame, plant an entry mapping the L2 table writable in the
+ * pinned L1 (the descriptor's base, its limit 0 in the entry before).
+ * The VM is killed before it runs again.  The same stores to a frame that
+ * is no table change nothing.
+ */
+#define DT_DESC_GFN	0x30
+#define DT_DATA_GFN	0x31
+
+static int store_dt(struct kt_vm *vm, bool idt, uint64_t va, uint64_t base)
+{
+	uint8_t *desc = (uint8_t *)kt_frame(vm, DT_DESC_GFN);
+
+	memset(desc, 0, 10);			/* limit 0 */
+	memcpy(desc + 2, &base, sizeof(base));
+	return kt_guest_store_dt(vm, idt, va, DT_DESC_GFN * KT_PAGE);
+}
+
+KVMTEST(unseen_writes)
+{
+	uint64_t bad = kt_pte(KT_UL2_GFN, KT_RW);
+	struct kvm_pagetype_stats s;
+	struct kt_vm vm;
+	int idt;
+
+	for (idt = 0; idt <= 1; idt++) {
+		new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+		kt_pin_user_tables(&vm);
+		T_EQ(store_dt(&vm, idt, DT_DATA_GFN * KT_PAGE, bad), 0);
+		T_EQ(kt_frame(&vm, DT_DATA_GFN)[0] >> 16, bad & 0xffffffffffff);
+		T_EQ(store_dt(&vm, idt, ul1_entry(0x102) - 2, bad), -EIO);
+		T_EQ(kt_frame(&vm, KT_UL1_GFN)[0x102], bad);
+		expect_dead(&vm, KVM_PAGETYPE_KILL_UNSEEN);
+		kt_stats(&vm, false, &s);
+		T_EQ(s.violations, 1);
+		kt_vm_destroy(&vm);
+	}
+	expect_healthy();
+}
+
+/*
  * A VMM whose memory faults and never gets an answer (userfaultfd here;
  * FUSE would do) while a pin of its holds its engine lock: the global
  * counters and another VMM's attach and close still finish at once.

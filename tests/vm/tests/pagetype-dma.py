@@ -6,7 +6,9 @@ tests/vm/kvm/pagetype-dma as the attacker's device.  A DMA write lands in a
 writable guest frame, not in a frame pinned as a page table nor in a
 semi-writable one (level 1 logs the DMAR fault), and lands again once the
 frame is writable; one unmap and one IOTLB flush per pin, one map per unpin;
-bad devices are refused; releasing, closing and removing the memslot leave
+bad devices are refused (a bridge, a device bound to pci-stub, a caller
+without CAP_SYS_ADMIN among them), and a released device is no bus master
+any more; releasing, closing and removing the memslot leave
 no page pinned.  Bad batches with edu confined (frames outside guest
 memory, a frame named twice) do the IOMMU work of the ops that succeeded
 and no more; a mode switch with semi-writable frames and tables in flight
@@ -32,8 +34,10 @@ cat /sys/kernel/debug/kvm_pagetype/global > /tmp/global
 
 def test():
     r = boot(iommu_host("pagetype-dma", SCRIPT, programs=["pagetype-dma"],
-                        collect=["/tmp/global"],
-                        qemu_args=["-trace", "vtd_inv_desc_iotlb_pages",
+                        collect=["/tmp/global"], kmods=["pci_stub"],
+                        # a bridge alone in its group, to be refused
+                        qemu_args=["-device", "pci-bridge,chassis_nr=1",
+                                   "-trace", "vtd_inv_desc_iotlb_pages",
                                    "-trace", "vtd_dmar_fault"]), timeout=600)
     check(r.outcome == "pass", r.describe())
     out = r.text()

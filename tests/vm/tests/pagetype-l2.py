@@ -35,10 +35,37 @@ insmod /lib/modules/extra/kvm_pagetype.ko
 if qemu -accel tcg 2> /tmp/tcg.err; then exit 1; fi
 cat /tmp/tcg.err
 grep -q "pagetype: needs KVM" /tmp/tcg.err
+# neither removed nor added at run time (an eject drops every table),
+# even on a bus that takes hotplug (pc's pci.0)
+printf 'device_del pt\ndevice_add pagetype,id=pt2\nquit\n' |
+	qemu-system-x86_64 -nodefaults -display none -L /usr/share/qemu \
+		-machine pc -accel kvm -S -monitor stdio \
+		-device pagetype,id=pt >/tmp/plug.out 2>&1 || true
+if grep -q "Device 'pagetype' does not support hotplugging" /tmp/plug.out &&
+   grep -q "Parameter 'driver' expects a pluggable device type" /tmp/plug.out
+then echo "pagetype: no device_del, no device_add"
+else tr -d '\033' </tmp/plug.out | grep -v '^(qemu) .*\[D'; exit 1
+fi
 run_l2 pagetype-l2
 cp /sys/kernel/debug/kvm_pagetype/global /tmp/after-ops
 run_l2 pagetype-kill
 cp /sys/kernel/debug/kvm_pagetype/global /tmp/after-kill
+"""
+
+
+# Level 2 has no hotplug slot for the device: nothing to eject it through.
+NO_SLOT = r"""
+for d in /sys/bus/pci/devices/*; do
+	read -r v <$d/vendor; read -r i <$d/device
+	test "$v $i" = "0x1234 0x5054" && pt=${d##*/}
+done
+test -n "$pt" || { echo "no pagetype device"; exit 1; }
+for a in /sys/bus/pci/slots/*/address; do
+	test -e "$a" || continue
+	read -r s <$a
+	test "$s" = "${pt%.*}" && { echo "pagetype in ejectable slot $a"; exit 1; }
+done
+echo "pagetype $pt: in no hotplug slot"
 """
 
 
@@ -50,7 +77,8 @@ def stats(text):
 def test():
     ko = builddir("tests", "vm", "modules", "pagetype_l2.ko")
     args = ["-device", "pagetype", "-trace", "enable=pagetype_*"]
-    l2 = [Guest(name, "insmod /lib/modules/extra/pagetype_l2.ko %s\n" % opt,
+    l2 = [Guest(name, NO_SLOT + "insmod /lib/modules/extra/pagetype_l2.ko "
+                "%s\n" % opt,
                 modules=[ko], qemu_args=args, memory=256, smp=1)
           for name, opt in (("pagetype-l2", ""),
                             ("pagetype-kill", "violate=1"))]
@@ -65,6 +93,7 @@ def test():
 
     r2 = nested_result(r1, "pagetype-l2")
     check(r2.outcome == "pass", "pagetype-l2: %s" % r2.describe())
+    check("in no hotplug slot" in r2.text(), "level 2 can eject the device")
     log = r2.dmesg.decode(errors="replace")
     check("Hypervisor detected: KVM" in r2.console, "level 2 not under KVM")
     check(re.search(r"pin_l1 of the PTE page \S+ .*: result 0", log),

@@ -26,6 +26,7 @@
 #include "qom/object.h"
 #include "sysemu/kvm.h"
 #include "sysemu/kvm_int.h"
+#include "sysemu/reset.h"
 #include "trace.h"
 
 #include "pagetype-lib/kvm_pagetype.h"
@@ -50,6 +51,7 @@ struct PagetypeState {
     struct kvm_pagetype_dma_device dma;
     bool dma_wanted;
     bool dma_confined;
+    bool reset_registered;      /* pagetype_system_reset, at realize */
     bool dma_failed;            /* said once, not tried again */
 
     /* properties */
@@ -104,7 +106,7 @@ static void pagetype_set_doorbell(PagetypeState *s)
     trace_pagetype_doorbell(s->doorbell, s->status);
 }
 
-static void pagetype_reset(DeviceState *dev);
+static void pagetype_host_reset(PagetypeState *s);
 
 static uint64_t pagetype_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
@@ -162,7 +164,7 @@ static void pagetype_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     case PAGETYPE_REG_RESET:
         /* A kernel about to kexec: its successor finds no table. */
         if (val == PAGETYPE_RESET_KEY) {
-            pagetype_reset(DEVICE(s));
+            pagetype_host_reset(s);
             return;
         }
         break;
@@ -203,9 +205,15 @@ static bool pagetype_parse_pci(const char *str,
     return true;
 }
 
+static void pagetype_system_reset(void *opaque);
+
 /* Undo pagetype_realize's steps from the last one that succeeded. */
 static void pagetype_teardown(PagetypeState *s)
 {
+    if (s->reset_registered) {
+        qemu_unregister_reset(pagetype_system_reset, s);
+        s->reset_registered = false;
+    }
     if (s->migration_blocker) {
         migrate_del_blocker(s->migration_blocker);
         error_free(s->migration_blocker);
@@ -266,6 +274,8 @@ static void pagetype_realize(PCIDevice *pdev, Error **errp)
     }
 
     s->doorbell = KVM_PAGETYPE_NO_DOORBELL;
+    qemu_register_reset(pagetype_system_reset, s);
+    s->reset_registered = true;
     memory_region_init_io(&s->mmio, OBJECT(s), &pagetype_mmio_ops, s,
                           "pagetype-mmio", PAGETYPE_BAR0_SIZE);
     pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->mmio);
@@ -281,11 +291,12 @@ static void pagetype_exit(PCIDevice *pdev)
     pagetype_teardown(PAGETYPE(pdev));
 }
 
-/* A guest reset starts with no table pinned and no doorbell. */
-static void pagetype_reset(DeviceState *dev)
+/*
+ * The host forgets every table and the doorbell: on a machine reset, and
+ * when a kernel about to kexec asks (PAGETYPE_REG_RESET).
+ */
+static void pagetype_host_reset(PagetypeState *s)
 {
-    PagetypeState *s = PAGETYPE(dev);
-
     if (s->fd >= 0 && ioctl(s->fd, KVM_PAGETYPE_RESET)) {
         warn_report("pagetype: reset: %s", strerror(errno));
     }
@@ -295,6 +306,26 @@ static void pagetype_reset(DeviceState *dev)
     s->doorbell = KVM_PAGETYPE_NO_DOORBELL;
     /* The firmware remaps memory again: confine again on first use. */
     s->dma_confined = false;
+}
+
+/* A guest reset starts with no table pinned and no doorbell. */
+static void pagetype_system_reset(void *opaque)
+{
+    pagetype_host_reset(opaque);
+}
+
+/*
+ * A bus reset (a secondary bus reset the guest asks for) clears the
+ * result registers only.  The guest's tables stay pinned and its doorbell
+ * set at the host: forgetting them under a running kernel would leave its
+ * live tables unchecked.
+ */
+static void pagetype_bus_reset(DeviceState *dev)
+{
+    PagetypeState *s = PAGETYPE(dev);
+
+    s->status = 0;
+    s->done = 0;
 }
 
 static Property pagetype_properties[] = {
@@ -324,7 +355,13 @@ static void pagetype_class_init(ObjectClass *klass, void *data)
     k->class_id = PCI_CLASS_OTHERS;
     k->revision = 1;
     device_class_set_props(dc, pagetype_properties);
-    dc->reset = pagetype_reset;
+    dc->reset = pagetype_bus_reset;
+    /*
+     * Neither plugged nor ejected at run time: an eject (which a guest
+     * can ask through ACPI) would drop every table under a running
+     * kernel.
+     */
+    dc->hotpluggable = false;
     dc->desc = "Xen-style page types, validated by kvm_pagetype.ko";
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
