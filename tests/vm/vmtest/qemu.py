@@ -5,6 +5,7 @@ the test that started it."""
 import atexit
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -110,7 +111,7 @@ class Running:
         if user:
             self.argv = user.setpriv() + self.argv
         with open(os.path.join(logdir, guest.name + ".cmdline"), "w") as f:
-            f.write(" ".join(self.argv) + "\n")
+            f.write(shlex.join(self.argv) + "\n")
         self.stderr = open(os.path.join(logdir, guest.name + ".stderr"), "wb")
         self.start = time.monotonic()
         self.proc = subprocess.Popen(
