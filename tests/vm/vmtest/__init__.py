@@ -51,7 +51,7 @@ from .result import (FAIL, FRAME_MAGIC, KVM_RUN_FAILED, PASS, RESULT_PORT,
                      SKIP, FrameError, HarnessError, Result, check,
                      emulator_fault, encode_frame, find_splats, main,
                      parse_frames, skip)
-from .user import UserDir, user_can, user_dir
+from .user import UserDir, remove_user_dirs, user_can, user_dir
 
 __all__ = [
     "builddir", "env_path", "log", "logdir",
@@ -64,5 +64,5 @@ __all__ = [
     "FAIL", "FRAME_MAGIC", "KVM_RUN_FAILED", "PASS", "RESULT_PORT", "SKIP",
     "FrameError", "HarnessError", "Result", "check", "emulator_fault",
     "encode_frame", "find_splats", "main", "parse_frames", "skip",
-    "UserDir", "user_can", "user_dir",
+    "UserDir", "remove_user_dirs", "user_can", "user_dir",
 ]

@@ -121,9 +121,9 @@ def user_dir(uid, gid):
                            % (uid, gid))
     if (uid, gid) in _dirs:
         return _dirs[(uid, gid)]
+    if not user_can(uid, gid, SHARED_PARENT, os.X_OK):
+        raise HarnessError("uid %d cannot pass %s" % (uid, SHARED_PARENT))
     if _top is None:
-        if not user_can(uid, gid, SHARED_PARENT, os.X_OK):
-            raise HarnessError("uid %d cannot pass %s" % (uid, SHARED_PARENT))
         name = os.path.basename(os.environ.get("SIVSHM_LOGDIR", "")) or "vm"
         _top = tempfile.mkdtemp(prefix="vmtest-%s-" % name,
                                 dir=SHARED_PARENT)
@@ -133,7 +133,9 @@ def user_dir(uid, gid):
 
 
 @atexit.register
-def _remove():
+def remove_user_dirs():
+    """Keep the logs of this test's user directories and remove them: at
+    exit, once its guests are killed."""
     global _top
     if _top is None:
         return
