@@ -29,7 +29,10 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-. "$(dirname "$0")/../scripts/cache-dir.sh"
+top=$(dirname "$here")
+. "$top/scripts/cache-dir.sh"
+# Absolute: the lists below are used from $top.
+case $cache in /*) ;; *) cache=$(pwd)/$cache ;; esac
 jobs=${JOBS:-$(nproc)}
 outlink=${1:-}
 
@@ -43,38 +46,43 @@ version=$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' |
 
 # The sivshm device compiles libsivshm's protocol folder, all of its
 # sources (an in-tree build leaves objects beside them) and the list of
-# them, with the two headers it needs from outside it.  Globbed where used.
-lib=$here/../libsivshm/protocol
+# them, with the two headers it needs from outside it.  The lists are of
+# paths relative to $top, split into words and globbed where used, in
+# $top: the checkout's own path may hold spaces.
+lib=libsivshm/protocol
 lib_shared="$lib/*.c $lib/*.h $lib/meson.build
-	$here/../libsivshm/include/sivshm.h $here/../include/sivshm-regs.h"
+	libsivshm/include/sivshm.h include/sivshm-regs.h"
 
-# Hash of this script, the QEMU version and the files in or under $@.
+# The headers the pagetype device shares with the host module and the
+# guest.
+pagetype_shared="include/uapi/linux/kvm_pagetype.h include/pagetype-regs.h"
+
+# Hash of this script, the QEMU version and the files in or under $@,
+# named relative to $top (run there).
 key() {
 	{
 		echo "$version"
-		cat "$0"
+		cat "$here/build.sh"
 		for d in "$@"; do
 			find "$d" -type f | LC_ALL=C sort |
-				while read -r f; do echo "${f#"$here"/}"; cat "$f"; done
+				while read -r f; do echo "$f"; cat "$f"; done
 		done
 	} | sha256sum | cut -c1-16
 }
 
-# The headers the pagetype device shares with the host module and the
-# guest.
-pagetype_shared="$here/../include/uapi/linux/kvm_pagetype.h
-	$here/../include/pagetype-regs.h"
-
-hash=$(key "$here/overlay" "$here/patches" $lib_shared $pagetype_shared)
+# shellcheck disable=SC2086 # the lists split into words on purpose
+hash=$(cd "$top" && key qemu-sivshm/overlay qemu-sivshm/patches \
+	$lib_shared $pagetype_shared)
 out=$cache/qemu/$hash
 
 # Copy the overlay, the protocol folder and the shared headers over the
-# tree at $1.
+# tree at $1 (an absolute path).
 overlay() {
 	cp -R "$here/overlay/." "$1/"
 	mkdir -p "$1/hw/misc/sivshm-lib" "$1/hw/misc/pagetype-lib"
-	cp $lib_shared "$1/hw/misc/sivshm-lib/"
-	cp $pagetype_shared "$1/hw/misc/pagetype-lib/"
+	# shellcheck disable=SC2086 # the lists split into words on purpose
+	(cd "$top" && cp $lib_shared "$1/hw/misc/sivshm-lib/" &&
+		cp $pagetype_shared "$1/hw/misc/pagetype-lib/")
 }
 
 # One build at a time: a second make (another build tree, a second
@@ -90,7 +98,7 @@ else
 	echo "qemu-sivshm: building QEMU $version into $out"
 	rm -rf "$out"
 	if [ -n "${SIVSHM_QEMU_INCREMENTAL:-}" ]; then
-		work=$cache/qemu/tree-$(key "$here/patches")
+		work=$cache/qemu/tree-$(cd "$top" && key qemu-sivshm/patches)
 	else
 		work=$cache/qemu/work-$hash
 		rm -rf "$work"

@@ -8,8 +8,11 @@ channels, QEMU command lines) in <builddir>/tests/logs/<name>/.
 
 The last line printed is "N passed, N failed, N skipped".
 
-Usage: runtests.py [--builddir DIR] [--tier unit|vm]... [TEST...]
+Usage: runtests.py [--builddir DIR] [--tier unit|vm]... [--preflight] [TEST...]
 A TEST is a path or a name (module-load, tests/vm/tests/module-load.py).
+--preflight checks that the tests named exist and can run here (the VM
+tier needs root), without running any: make check asks it before it
+builds QEMU and fetches the kernel.
 Tests run with tests/vm on PYTHONPATH: they import the harness (vmtest) and
 its helpers (sivshm, pibooster, ...) from there.
 """
@@ -34,6 +37,27 @@ TIERS = {
     "unit": (["unit/*"], 120),
     "vm": (["vm/tests/*.py"], 600),
 }
+
+
+# What the VM tier does that only root may: the reason runtests.py refuses
+# to start it as another user, rather than let these tests fail one by one.
+ROOT_NEEDS = """\
+  - sivshm-cred runs reducer QEMUs as another user (setpriv to nobody);
+  - libvirt-domains starts its own libvirtd, installs its hook in
+    /etc/libvirt/hooks and sets /dev/kvm's group and mode;
+  - dkms-build, dkms-pagetype, sivshm-kernel-612 and pagetype-kernel-612
+    install DKMS packages in /usr/src and build them in /var/lib/dkms.
+Run it as root (sudo make check), or run the host tier alone: make
+check-unit.  /dev/kvm is not required: without it the guests run under
+TCG."""
+
+
+def can_run(tests):
+    """None if the selected tests can run as this user, else why not."""
+    if os.geteuid() != 0 and any(t[0] == "vm" for t in tests):
+        return ("the VM tier needs root, and this is uid %d:\n%s"
+                % (os.geteuid(), ROOT_NEEDS))
+    return None
 
 
 def discover(builddir, tiers):
@@ -126,6 +150,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--builddir", default=os.getcwd())
     ap.add_argument("--tier", action="append", choices=sorted(TIERS))
+    ap.add_argument("--preflight", action="store_true")
     ap.add_argument("tests", nargs="*")
     args = ap.parse_args()
     builddir = os.path.abspath(args.builddir)
@@ -140,6 +165,12 @@ def main():
             print("no such test: %s" % ", ".join(sorted(missing)))
             print("0 passed, %d failed" % len(missing))
             return 1
+    why = can_run(tests)
+    if why:
+        print("runtests.py: %s" % why, file=sys.stderr)
+        return 1
+    if args.preflight:
+        return 0
 
     env = dict(os.environ, SIVSHM_BUILDDIR=builddir,
                PYTHONDONTWRITEBYTECODE="1",

@@ -9,7 +9,7 @@
 # tests/unit/test-libvirt-checkpatch.
 set -eu
 
-src=%SRCDIR%
+src='%SRCDIR%'
 . "$src/scripts/cache-dir.sh"
 
 checkpatch=$(ls "$cache"/checkpatch/*/checkpatch.pl 2>/dev/null | sort -V | tail -n 1)

@@ -8,7 +8,7 @@
 set -eu
 
 build=${SIVSHM_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-src=%SRCDIR%
+src='%SRCDIR%'
 secs=${SIVSHM_FUZZ_SECONDS:-20}
 out=${SIVSHM_LOGDIR:-$(mktemp -d)}
 fuzzer=$build/libvirt-hooks/tests/fuzz-meta

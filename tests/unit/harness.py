@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
 """Unit tests of the VM harness's host side: the result-channel framing,
 the splat scanner, in-tree module dependency resolution, what a guest's
-root holds and the bounds boot() accepts.  Run by tests/runtests.py,
-which puts the harness on PYTHONPATH."""
+root holds, the bounds boot() accepts, and that what a process running
+as another user opens does not depend on where the checkout is.  Run by
+tests/runtests.py, which puts the harness on PYTHONPATH."""
 
+import glob
 import os
+import re
+import shutil
+import stat
 import subprocess
 import tempfile
 import unittest
 
-from vmtest import (FrameError, Guest, HarnessError, Result, boot,
+from vmtest import (FrameError, Guest, HarnessError, Result, Running, boot,
                     encode_frame, emulator_fault, find_splats, guest_sh,
-                    nested_result, parse_frames, resolve_modules)
+                    nested_result, parse_frames, remove_user_dirs,
+                    resolve_modules, user_can, user_dir)
+from vmtest import user as vmuser
+
+TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NOBODY = 65534
 
 
 def channel(*frames):
@@ -272,6 +282,104 @@ class Budget(unittest.TestCase):
     def test_one_attempt_over_the_limit(self):
         with self.assertRaises(HarnessError):
             boot(self.Guest(), timeout=601)
+
+
+class UserDirs(unittest.TestCase):
+    """A process that runs as another user (a QEMU as nobody, libvirt's
+    QEMU user) gets its files from user_dir(), wherever the checkout is:
+    from a checkout in a 0700 directory, as a clone under /root is, nobody
+    still opens every file the harness hands it."""
+
+    def setUp(self):
+        self.saved = os.environ.get("SIVSHM_LOGDIR")
+        self.tmp = tempfile.mkdtemp(prefix="harness-user-")   # mode 0700
+        self.logs = os.path.join(self.tmp, "logs", "t")
+        os.environ["SIVSHM_LOGDIR"] = self.logs
+
+    def tearDown(self):
+        remove_user_dirs()
+        if self.saved is None:
+            del os.environ["SIVSHM_LOGDIR"]
+        else:
+            os.environ["SIVSHM_LOGDIR"] = self.saved
+        shutil.rmtree(self.tmp)
+
+    def need_root(self):
+        if os.geteuid() != 0:
+            self.skipTest("root only can make a directory for nobody")
+
+    def test_modes(self):
+        self.need_root()
+        u = user_dir(NOBODY, NOBODY)
+        top = os.path.dirname(u.path)
+        self.assertEqual(os.path.dirname(top), vmuser.SHARED_PARENT)
+        self.assertNotEqual(os.path.commonpath([u.path, TOP]), TOP)
+        st = os.lstat(top)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o711))
+        st = os.lstat(u.path)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)),
+                         (NOBODY, NOBODY, 0o700))
+        self.assertTrue(user_can(NOBODY, NOBODY, u.path,
+                                 os.W_OK | os.X_OK))
+        self.assertIs(user_dir(NOBODY, NOBODY), u)
+
+    def test_reach_out_of_a_closed_checkout(self):
+        """A link in the checkout to an open cache is followed there; a
+        file of the closed checkout itself is copied out."""
+        self.need_root()
+        checkout = os.path.join(self.tmp, "repo")
+        cache = tempfile.mkdtemp(prefix="harness-cache-")
+        self.addCleanup(shutil.rmtree, cache)
+        os.chmod(cache, 0o755)
+        os.makedirs(checkout)
+        with open(os.path.join(cache, "vmlinuz"), "w") as f:
+            f.write("kernel")
+        os.symlink(cache, os.path.join(checkout, "kernel"))
+        qemu = os.path.join(checkout, "qemu")
+        with open(qemu, "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(qemu, 0o755)
+        self.assertFalse(user_can(NOBODY, NOBODY, qemu, os.X_OK))
+
+        u = user_dir(NOBODY, NOBODY)
+        kernel = u.reach(os.path.join(checkout, "kernel", "vmlinuz"))
+        self.assertEqual(kernel, os.path.join(cache, "vmlinuz"))
+        copied = u.reach(qemu, os.X_OK)
+        self.assertEqual(os.path.dirname(copied), u.path)
+        self.assertTrue(user_can(NOBODY, NOBODY, copied, os.X_OK))
+
+        # At exit: the test's own files go to its log directory, the
+        # inputs copied in do not, and the directory is removed.
+        with open(os.path.join(u.path, "g.console"), "w") as f:
+            f.write("console")
+        remove_user_dirs()
+        self.assertEqual(os.listdir(self.logs), ["g.console"])
+        self.assertFalse(os.path.exists(u.path))
+
+    def test_running_refuses_a_log_directory_outside(self):
+        u = user_dir(os.geteuid(), os.getegid())
+        g = Guest("t", "true\n", kernel=Staging.Kernel())
+        with self.assertRaisesRegex(HarnessError, r"its files go in"):
+            Running(g, self.logs, user=u)
+
+    def test_no_test_switches_user_itself(self):
+        """A test that ran a process as another user by its own means
+        would choose that process's paths itself, the checkout's too."""
+        pat = re.compile(r"\b(setpriv|runuser|sudo|su)\b[\"']?,?\s*[\"']?-|"
+                         r"os\.set(res|re)?[ug]id\(|preexec_fn=|"
+                         r"extra_groups=")
+        found = []
+        for f in sorted(glob.glob(os.path.join(TOP, "tests", "vm", "*.py")) +
+                        glob.glob(os.path.join(TOP, "tests", "vm", "tests",
+                                               "*.py"))):
+            with open(f) as fh:
+                for n, line in enumerate(fh, 1):
+                    if (pat.search(line)
+                            and not line.lstrip().startswith("#")):
+                        found.append("%s:%d: %s" % (os.path.relpath(f, TOP),
+                                                    n, line.strip()))
+        self.assertEqual(found, [], "run it through Running(..., user="
+                         "user_dir(uid, gid)) instead")
 
 
 if __name__ == "__main__":

@@ -21,10 +21,13 @@ def programs():
 
 
 class Service:
-    """One mapper VM and reducer VMs; start() boots the mapper first."""
+    """One mapper VM and reducer VMs; start() boots the mapper first.  The
+    socket and the guests' files go in @d, the test's log directory by
+    default (a user_dir() when a QEMU runs as another user)."""
 
-    def __init__(self, name, nreducers, size="64M", vectors=1, extra=""):
-        self.d = logdir()
+    def __init__(self, name, nreducers, size="64M", vectors=1, extra="",
+                 d=None):
+        self.d = d or logdir()
         self.name = name
         self.shm = "%s-%d" % (name, os.getpid())
         self.sock = os.path.join(self.d, name + ".sock")

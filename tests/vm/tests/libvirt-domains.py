@@ -18,7 +18,8 @@ rejoins its slot, its pending request intact), and then nothing of the
 service is left: socket, leases, files, QEMU processes.
 
 Everything it changes is undone at the end: its domains, both daemons,
-the hook, /dev/kvm's owner and mode, its files in /tmp."""
+the hook, /dev/kvm's owner and mode, its files in /tmp (its user_dir for
+QEMU's user, whatever the checkout's parents let through)."""
 
 import atexit
 import grp
@@ -29,11 +30,10 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
 import xml.etree.ElementTree as ET
-from vmtest import (RESULT_PORT, HarnessError, Result, builddir, check,
-                    firmware_files, logdir, main, skip)
+from vmtest import (RESULT_PORT, Result, builddir, check, env_path,
+                    firmware_files, logdir, main, skip, user_can, user_dir)
 from sivshm import Service
 
 URI = "qemu:///system"
@@ -163,15 +163,12 @@ class Host:
             os.chmod("/dev/kvm", mode)
 
     def _keep_logs(self):
+        # The consoles, channels and XML in self.work are kept by the
+        # harness at exit (user_dir()).
         for d in self.domains:
             src = os.path.join(QEMU_LOG_DIR, d + ".log")
             if os.path.exists(src):
                 shutil.move(src, os.path.join(self.log, d + ".qemu.log"))
-        if self.work:
-            for f in os.listdir(self.work):
-                if f.endswith((".console", ".channel", ".xml")):
-                    shutil.copy(os.path.join(self.work, f), self.log)
-            shutil.rmtree(self.work, ignore_errors=True)
 
 
 def virsh(*args, timeout=120):
@@ -218,12 +215,6 @@ def qemu_owner():
         name = m.group(1) if m else default
         ids.append(int(name[1:]) if name.startswith("+") else db(name)[2])
     return ids
-
-
-def reachable(uid, gid, path, how):
-    """Whether QEMU's user can @how ("-r", "-x") @path."""
-    return subprocess.run(["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid,
-                           "--init-groups", "test", how, path]).returncode == 0
 
 
 def edit(path, initrd, console, channel, name=None):
@@ -570,16 +561,14 @@ def run(host):
     kvm = os.environ.get("SIVSHM_ACCEL") == "kvm"
     vtype = "kvm" if kvm else "qemu"
 
-    # What QEMU opens itself must be reachable by its user: the build tree
-    # may be under a 0700 home, so the per-test files go to /tmp.
-    host.work = tempfile.mkdtemp(prefix="sivshm-libvirt-", dir="/tmp")
-    os.chmod(host.work, 0o755)
+    # What QEMU opens itself must be reachable by its user, and the build
+    # tree may be under a 0700 /root or home: the per-test files go in a
+    # directory of that user's outside it.
+    work = user_dir(uid, gid)
+    host.work = work.path
     sockdir = os.path.join(host.work, "sock")       # the hook makes it
-    if not os.environ.get("SIVSHM_QEMU"):
-        raise HarnessError("SIVSHM_QEMU is not set: our qemu-system-x86_64 "
-                           "(run through make check)")
-    qemu = os.path.realpath(os.environ["SIVSHM_QEMU"])
-    check(os.path.isfile(qemu), "no QEMU at " + qemu)
+    qemu = work.reach(env_path("SIVSHM_QEMU", "our qemu-system-x86_64"),
+                      os.X_OK)
     poke = [builddir("tests", "vm", "guest", "sivshm-poke")]
 
     svc = "lvd%d" % os.getpid()
@@ -595,8 +584,8 @@ def run(host):
                for j in (1, 2)]
     argv = guests[1].qemu_argv("qemu", "k", "i", "c", "c", ())
     append = argv[argv.index("-append") + 1]
-    kernel = os.path.join(host.work, "vmlinuz")
-    shutil.copy(guests[0].kernel.vmlinuz, kernel)
+    # A copy: libvirt gives a domain's kernel to QEMU's user while it runs.
+    kernel = work.copy(guests[0].kernel.vmlinuz)
 
     # 4 MiB slices: sivshm-poke's markers sit at quarters of a slot, which
     # its page-by-page scan finds only when they are page aligned.
@@ -616,13 +605,13 @@ def run(host):
     persist = Domains(host, psvc, 1, "4M", pguests, append, kernel, qemu,
                       vtype, sockdir, ["--unlink", "off"])
 
-    paths = [(qemu, "-x"), (kernel, "-r")]
-    paths += [(f, "-r") for f in firmware_files().values()]
-    paths += [(f["cpio"], "-r") for d in (main_svc, persist)
+    paths = [(qemu, os.X_OK), (kernel, os.R_OK)]
+    paths += [(f, os.R_OK) for f in firmware_files().values()]
+    paths += [(f["cpio"], os.R_OK) for d in (main_svc, persist)
               for f in d.files.values()]
     for path, how in paths:
-        check(reachable(uid, gid, path, how), "QEMU's user %d:%d cannot %s "
-              "%s" % (uid, gid, "run" if how == "-x" else "read", path))
+        check(user_can(uid, gid, path, how), "QEMU's user %d:%d cannot %s "
+              "%s" % (uid, gid, "run" if how == os.X_OK else "read", path))
 
     up = setup(host, uid, gid)
     figures.append("libvirtd answers %.1f s after its start" % up)

@@ -8,32 +8,18 @@ reducer QEMU that expects its mapper to run as nobody refuses the root
 mapper before saying HELLO."""
 
 import os
-import subprocess
 import time
-from vmtest import Running, builddir, check, main
+from vmtest import Running, builddir, check, main, user_dir
 from sivshm import Service, mapper_up
 
 NOBODY = 65534
 
 
-def as_nobody(d):
-    """A wrapper that runs our QEMU as nobody, and a log directory that
-    such a QEMU can write its console and result files to."""
-    os.chmod(d, 0o777)
-    qemu = os.environ["SIVSHM_QEMU"]
-    wrapper = os.path.join(d, "qemu-as-nobody")
-    with open(wrapper, "w") as f:
-        f.write("#!/bin/sh\nexec setpriv --reuid=%d --regid=%d "
-                "--clear-groups %s \"$@\"\n" % (NOBODY, NOBODY, qemu))
-    os.chmod(wrapper, 0o755)
-    return wrapper
-
-
-def refused(svc, vm_id, qemu, extra, why):
+def refused(svc, vm_id, user, extra, why):
     """A reducer whose realize must fail: its QEMU exits with @why."""
     g = svc.guest(vm_id, "true\n", qemu_args=[])
     g.qemu_args[1] += ",timeout=3000" + extra
-    r = Running(g, svc.d, qemu=qemu).wait(60)
+    r = Running(g, svc.d, user=user).wait(60)
     check(r.qemu_status != 0, "%s started" % g.name)
     check(why in r.stderr, "%s: %s" % (g.name, r.stderr))
     print("%s refused: %s" % (g.name, r.stderr.strip().splitlines()[-1]))
@@ -41,9 +27,11 @@ def refused(svc, vm_id, qemu, extra, why):
 
 def test():
     poke = [builddir("tests", "vm", "guest", "sivshm-poke")]
-    svc = Service("cred", 3, size="8M",
+    # Every file of the service in nobody's directory: the reducers' QEMUs
+    # open theirs and connect to the mapper's socket as nobody.
+    nobody = user_dir(NOBODY, NOBODY)
+    svc = Service("cred", 3, size="8M", d=nobody.path,
                   extra=",creds=1:%d:%d;2:0:0" % (NOBODY, NOBODY))
-    nobody = as_nobody(svc.d)
     mapper = svc.guest(0, "echo guest-up\n"
                        "sivshm-poke wait-peers 0x2 300000\n"
                        "sivshm-poke wait-peers 0x0 300000\n", programs=poke)
@@ -58,7 +46,7 @@ def test():
 
     reducer = svc.guest(1, "sivshm-poke wait-peers 0x1 300000\n",
                         programs=poke)
-    r1 = Running(reducer, svc.d, qemu=nobody)
+    r1 = Running(reducer, svc.d, user=nobody)
     uid = None
     for _ in range(100):            # setpriv, then exec of QEMU
         with open("/proc/%d/status" % r1.proc.pid) as f:

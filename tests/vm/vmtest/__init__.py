@@ -35,6 +35,7 @@ One job per module:
     nested.py  level-1 guests that boot level-2 guests
     qmp.py     a QMP client
     qtest.py   qtest and, on it, a PCI device's configuration (libqos)
+    user.py    directories for a process that runs as another user
 
 The shell the guests run is in tests/vm/guest/*.sh.
 """
@@ -44,12 +45,13 @@ from .guest import (CONSOLE_TAIL, Guest, Kernel, boot, guest_sh, module_name,
                     resolve_modules)
 from .nested import NESTED_ACCEL, nested, nested_result
 from .qemu import (KVM_ACCEL, TCG_ACCEL, Running, firmware_files, host_accel,
-                   shared_libraries)
+                   kill_guests, shared_libraries)
 from .qmp import Qmp, qmp_up
 from .result import (FAIL, FRAME_MAGIC, KVM_RUN_FAILED, PASS, RESULT_PORT,
                      SKIP, FrameError, HarnessError, Result, check,
                      emulator_fault, encode_frame, find_splats, main,
                      parse_frames, skip)
+from .user import UserDir, remove_user_dirs, user_can, user_dir
 
 __all__ = [
     "builddir", "env_path", "log", "logdir",
@@ -57,9 +59,10 @@ __all__ = [
     "resolve_modules",
     "NESTED_ACCEL", "nested", "nested_result",
     "KVM_ACCEL", "TCG_ACCEL", "Running", "firmware_files", "host_accel",
-    "shared_libraries",
+    "kill_guests", "shared_libraries",
     "Qmp", "qmp_up",
     "FAIL", "FRAME_MAGIC", "KVM_RUN_FAILED", "PASS", "RESULT_PORT", "SKIP",
     "FrameError", "HarnessError", "Result", "check", "emulator_fault",
     "encode_frame", "find_splats", "main", "parse_frames", "skip",
+    "UserDir", "remove_user_dirs", "user_can", "user_dir",
 ]

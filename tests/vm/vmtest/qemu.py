@@ -5,6 +5,7 @@ the test that started it."""
 import atexit
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -57,7 +58,7 @@ _running = []
 
 
 @atexit.register
-def _kill_leftovers():
+def kill_guests():
     """A test that fails early leaves no guest running behind it."""
     for run in _running:
         run.kill()
@@ -72,11 +73,19 @@ signal.signal(signal.SIGTERM, _terminated)
 
 class Running:
     """A booted guest on the host; with qmp=True, its QMP monitor is at
-    self.qmp_path (connect with Qmp(run.qmp_path))."""
+    self.qmp_path (connect with Qmp(run.qmp_path)).  With user (a
+    user_dir()), its QEMU runs as that user, and logdir must be in that
+    directory: every file QEMU opens is there or reached by user.reach()."""
 
-    def __init__(self, guest, logdir, accel=None, qemu=None, qmp=False):
+    def __init__(self, guest, logdir, accel=None, qemu=None, qmp=False,
+                 user=None):
         self.guest = guest
         self.logdir = logdir
+        if user and os.path.commonpath(
+                [os.path.realpath(logdir), user.path]) != user.path:
+            raise HarnessError("%s runs as uid %d: its files go in %s "
+                               "(user_dir()), not %s"
+                               % (guest.name, user.uid, user.path, logdir))
         os.makedirs(logdir, exist_ok=True)
         self.initrd = os.path.join(logdir, guest.name + ".cpio")
         self.channel = os.path.join(logdir, guest.name + ".channel")
@@ -87,16 +96,22 @@ class Running:
                 os.unlink(p)
         accel = accel or host_accel()
         qemu = qemu or env_path("SIVSHM_QEMU", "our qemu-system-x86_64")
-        self.argv = guest.qemu_argv(qemu, guest.kernel.vmlinuz, self.initrd,
-                                    self.channel,
+        vmlinuz = guest.kernel.vmlinuz
+        if user:
+            user.give(self.initrd)
+            qemu = user.reach(qemu, os.X_OK)
+            vmlinuz = user.reach(vmlinuz)
+        self.argv = guest.qemu_argv(qemu, vmlinuz, self.initrd, self.channel,
                                     self.console, accel)
         self.qmp_path = None
         if qmp:
             self.qmp_path = os.path.join(logdir, guest.name + ".qmp")
             self.argv += ["-qmp", "unix:%s,server=on,wait=off"
                           % self.qmp_path]
+        if user:
+            self.argv = user.setpriv() + self.argv
         with open(os.path.join(logdir, guest.name + ".cmdline"), "w") as f:
-            f.write(" ".join(self.argv) + "\n")
+            f.write(shlex.join(self.argv) + "\n")
         self.stderr = open(os.path.join(logdir, guest.name + ".stderr"), "wb")
         self.start = time.monotonic()
         self.proc = subprocess.Popen(
