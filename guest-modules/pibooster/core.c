@@ -13,13 +13,15 @@
  * The stock kernel's page-table allocators are replaced through the
  * livepatch API (the pv_ops call sites are patched at boot, so writing
  * pv_ops now would do nothing).  Every table the hooks hand out is pinned
- * at its level before the kernel links it in.  A freed table is unpinned,
- * and goes back to the cache or to the page allocator, only once the
- * kernel has dropped its last reference to the page: the module holds a
- * reference of its own, so the moment the kernel would have freed the
- * page (after the mmu_gather's TLB flush and the RCU deferral of table
- * freeing) is the moment the count falls to ours.  docs/pibooster.md
- * explains the design, the sysfs interface and what is not covered yet.
+ * at its level before the kernel links it in (with pin=roots only roots
+ * are, and the host validates the tables below them by reference).  A
+ * freed table is unpinned, and goes back to the cache or to the page
+ * allocator, only once the kernel has dropped its last reference to the
+ * page: the module holds a reference of its own, so the moment the kernel
+ * would have freed the page (after the mmu_gather's TLB flush and the RCU
+ * deferral of table freeing) is the moment the count falls to ours.
+ * docs/pibooster.md explains the design, the sysfs interface and what is
+ * not covered yet.
  *
  * The op batches go to a backend, chosen once at load: the host, through
  * the pagetype device (host.c), or, without the device, the page-type
@@ -40,13 +42,48 @@
 #include <linux/rcupdate.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/vmalloc.h>
 
 #include "pibooster.h"
 
 static bool enable = true;
 module_param(enable, bool, 0444);
-MODULE_PARM_DESC(enable, "enable the cache at load (else coarse: hooks only)");
+MODULE_PARM_DESC(enable, "enable the cache at load (else coarse: hooks only; never with pin=roots)");
+
+/*
+ * pin=all: every table is pinned as it is allocated.  pin=roots: only
+ * roots are; a table below one is handed out as the stock kernel's, and
+ * the host validates it by reference when a store links it under a
+ * validated table, and drops it when the entry goes (Xen's
+ * get_page_type() and put_page_type()).  Read-only: which tables are
+ * ours must not change while they live.
+ */
+bool pib_roots_only __read_mostly;
+
+static int pib_pin_set(const char *val, const struct kernel_param *kp)
+{
+	if (sysfs_streq(val, "all"))
+		pib_roots_only = false;
+	else if (sysfs_streq(val, "roots"))
+		pib_roots_only = true;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int pib_pin_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%s\n",
+			 pib_roots_only ? "roots" : "all");
+}
+
+static const struct kernel_param_ops pib_pin_ops = {
+	.set = pib_pin_set,
+	.get = pib_pin_get,
+};
+module_param_cb(pin, &pib_pin_ops, NULL, 0444);
+MODULE_PARM_DESC(pin, "all: every table pinned (default); roots: roots only, the tables below validated by the host by reference");
 
 /* Chosen at load, before the hooks go on: pib_backend_init(). */
 const struct pib_backend_ops *pib_backend __read_mostly;
@@ -98,6 +135,15 @@ bool pib_unpin_freed(const struct kvm_pagetype_op *op)
 
 static void pib_count_op(const struct kvm_pagetype_op *op)
 {
+	/*
+	 * Only a pin that validates tables below it meets the host's bound:
+	 * a root with more tables below it than one op may validate
+	 * (pin=roots), which stays the kernel's (root.c).
+	 */
+	if (op->result == KVM_PAGETYPE_R_LIMIT) {
+		atomic_long_inc(&pib_stats[PIB_LIMITED]);
+		return;
+	}
 	if (op->result) {
 		atomic_long_inc(&pib_stats[PIB_ERRORS]);
 		pr_warn_ratelimited("op %u on frame %#llx: result %u\n",
@@ -179,6 +225,34 @@ static void pib_backend_exit(void)
 	pib_host_exit();
 	pib_backend->destroy();
 	pib_backend = NULL;
+}
+
+/* Why roots stay the kernel's on this machine; NULL if they need not. */
+static const char *pib_roots_refused(void)
+{
+	if (pgtable_l5_enabled())
+		return "under 5-level paging a root is an L5 table";
+	if (boot_cpu_has(X86_FEATURE_PTI))
+		return "with page-table isolation a root is two tables";
+	return NULL;
+}
+
+/*
+ * pin=roots where no root can be pinned, or where no link is validated,
+ * would leave every table unchecked: refused.
+ */
+static int pib_pin_check(void)
+{
+	const char *why = pib_roots_refused();
+
+	if (!pib_roots_only)
+		return 0;
+	if (!why && !pib_backend->validates_links)
+		why = "the local backend sees no store that links a table";
+	if (!why)
+		return 0;
+	pr_err("pin=roots refused: %s\n", why);
+	return -EINVAL;
 }
 
 static unsigned long pib_max_pfn(void)
@@ -266,6 +340,9 @@ static int __init pib_init(void)
 	ret = pib_backend_init();
 	if (ret)
 		goto err_free;
+	ret = pib_pin_check();
+	if (ret)
+		goto err_backend;
 	ret = pib_cache_init();
 	if (ret)
 		goto err_backend;
@@ -273,16 +350,16 @@ static int __init pib_init(void)
 	if (ret)
 		goto err_cache;
 	pib_debugfs_init();
-	if (enable)
+	if (enable && !pib_roots_only)
 		pib_set_cache(true);
 	pib_reaper_start();
 	ret = pib_hooks_enable();
 	if (ret)
 		goto err_reaper;
-	if (pgtable_l5_enabled())
-		pr_info("roots left to the kernel: under 5-level paging a root is an L5 table\n");
-	else if (boot_cpu_has(X86_FEATURE_PTI))
-		pr_info("roots left to the kernel: with page-table isolation a root is two tables\n");
+	if (pib_roots_refused())
+		pr_info("roots left to the kernel: %s\n", pib_roots_refused());
+	else if (pib_roots_only)
+		pr_info("roots pinned at L4, the tables below them validated by the host by reference (pin=roots)\n");
 	else
 		pr_info("roots pinned at L4\n");
 	pr_info("%s; cache %s, %lu frames\n", pib_backend->kept,

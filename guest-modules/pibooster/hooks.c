@@ -182,8 +182,11 @@ static struct klp_func pib_funcs[] = {
 static void pib_post_patch(struct klp_object *obj)
 {
 	pib_tables_patched();
-	pr_info("every task on the hooks: new tables pinned (%ld before left to the kernel)\n",
-		atomic_long_read(&pib_stats[PIB_EARLY]));
+	if (pib_roots_only)
+		pr_info("every task on the hooks: roots pinned from now on\n");
+	else
+		pr_info("every task on the hooks: new tables pinned (%ld before left to the kernel)\n",
+			atomic_long_read(&pib_stats[PIB_EARLY]));
 }
 
 /* The module is being disabled: hand tables out unpinned from now on. */

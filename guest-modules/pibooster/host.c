@@ -100,6 +100,7 @@ static const struct pib_backend_ops pib_host_ops = {
 	.batch = pib_host_batch,
 	.name = pib_host_name,
 	.kept = "page types kept by the host",
+	.validates_links = true,
 	.destroy = pib_host_destroy,
 };
 

@@ -94,6 +94,8 @@ enum pib_stat {
 	PIB_STALE,
 	PIB_ROOTS,
 	PIB_ROOTS_FREED,
+	PIB_BY_REF,
+	PIB_LIMITED,
 	PIB_EARLY,
 	PIB_HELD,
 	PIB_POISONED,
@@ -152,6 +154,12 @@ struct pib_backend_ops {
 	void (*stats)(struct kvm_pagetype_stats *st);
 	/* The load message's first part: where the page types are kept. */
 	const char *kept;
+	/*
+	 * The backend traps the guest's stores to its tables, so a table
+	 * linked under a validated one is validated then, by reference
+	 * (pin=roots needs it).
+	 */
+	bool validates_links;
 	void (*destroy)(void);
 };
 
@@ -160,6 +168,7 @@ extern const struct pib_backend_ops *pib_backend;
 extern u8 *pib_state;
 extern unsigned long pib_nr_frames;
 extern struct mm_struct *pib_init_mm;
+extern bool pib_roots_only;
 extern atomic_long_t pib_stats[PIB_NR_STATS];
 void pib_op(struct kvm_pagetype_op *op, u16 code, u64 arg);
 bool pib_unpin_freed(const struct kvm_pagetype_op *op);

@@ -24,7 +24,9 @@
  * instead would split pgd_free()'s order-1 block, which is charged to the
  * mm's memory cgroup as one: a page of charge would outlive every root.)
  * A root whose user half already points at tables we did not pin (an mm
- * from before the module) stays the kernel's.
+ * from before the module) stays the kernel's; with pin=roots, where no
+ * table below a root is ours, the host validates them by reference at
+ * the pin instead, unless there are more than it validates in one op.
  * With page-table isolation on, a root is two tables (the user half is
  * the second page): roots are left to the kernel then.
  */
@@ -42,10 +44,17 @@ void pib_roots_unlock(void)
 	mutex_unlock(&pib_root_lock);
 }
 
+/*
+ * Whether a root's user half lets it be pinned: with pin=all only if
+ * every L3 table it points at is one we pinned; with pin=roots whatever
+ * it holds, which the host validates by reference at the pin.
+ */
 static bool pib_root_pinnable(pgd_t *pgd)
 {
 	unsigned int i;
 
+	if (pib_roots_only)
+		return true;
 	for (i = 0; i < KERNEL_PGD_BOUNDARY; i++) {
 		/* pgd_present() is always true when the p4d is folded */
 		pgdval_t e = READ_ONCE(pgd[i].pgd);
@@ -66,6 +75,7 @@ void pib_root_pin(struct mm_struct *mm)
 	struct page *page = virt_to_page(mm->pgd);
 	unsigned long pfn = page_to_pfn(page);
 	u8 semi = 0;
+	u16 r;
 
 	if (pfn >= pib_nr_frames || (READ_ONCE(pib_state[pfn]) & PIB_S_TABLE))
 		return;
@@ -73,7 +83,16 @@ void pib_root_pin(struct mm_struct *mm)
 	if ((READ_ONCE(pib_state[pfn]) & PIB_S_TABLE) || !READ_ONCE(pib_roots) ||
 	    !pib_root_pinnable(mm->pgd))
 		goto out;
-	if (pib_pin(pfn, 4, &semi)) {
+	r = pib_pin(pfn, 4, &semi);
+	if (r == KVM_PAGETYPE_R_LIMIT) {
+		/*
+		 * pin=roots: more tables below it than one op validates
+		 * (stats/limited).  This root stays the kernel's; the next
+		 * __pud_alloc() of its mm tries again.
+		 */
+		goto out;
+	}
+	if (r) {
 		/* The rules refuse this kernel's roots: stop trying. */
 		WRITE_ONCE(pib_roots, false);
 		pr_warn("a root was refused: roots left to the kernel from now on\n");

@@ -30,6 +30,8 @@ static const char * const pib_stat_names[PIB_NR_STATS] = {
 	[PIB_STALE] = "stale",
 	[PIB_ROOTS] = "roots",
 	[PIB_ROOTS_FREED] = "roots_freed",
+	[PIB_BY_REF] = "by_ref",
+	[PIB_LIMITED] = "limited",
 	[PIB_EARLY] = "early",
 	[PIB_HELD] = "held",
 	[PIB_POISONED] = "poisoned",
@@ -68,6 +70,9 @@ static ssize_t enable_store(struct kobject *k, struct kobj_attribute *a,
 	bool on;
 	int ret = kstrtobool(buf, &on);
 
+	/* pin=roots: no table is pinned that a cached frame could serve */
+	if (!ret && on && pib_roots_only)
+		ret = -EINVAL;
 	if (!ret)
 		ret = pib_set_cache(on);
 	return ret ?: len;

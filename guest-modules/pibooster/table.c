@@ -386,6 +386,15 @@ struct page *pib_table_alloc(struct mm_struct *mm, int level, gfp_t gfp)
 
 	if (mm == pib_init_mm)
 		return alloc_page(gfp);
+	/*
+	 * pin=roots: the kernel's own table, which the host validates by
+	 * reference when it is linked under a pinned root, and which the
+	 * free hooks, the sweep and the walks leave alone (no state).
+	 */
+	if (pib_roots_only) {
+		atomic_long_inc(&pib_stats[PIB_BY_REF]);
+		return alloc_page(gfp);
+	}
 	idx = srcu_read_lock(&pib_early_srcu);
 	if (!READ_ONCE(pib_patched)) {
 		srcu_read_unlock(&pib_early_srcu, idx);

@@ -18,6 +18,16 @@ unmapped from edu's IOMMU domain.  In level 2, one boot:
      enabled before it (Pre-PiBooster), and coarse with PiBooster enabled
      while it runs (Dyn-PiBooster).
 
+Then, in a second level-2 guest of the same level 1 (4-level paging, so
+that roots are pinned; no device confined), fork+exit storms with every
+table pinned (pin=all, coarse) against only roots pinned and every table
+below them validated by the host by reference (pin=roots), the module
+loaded again for each, BYREF_ROUNDS rounds in the order all, roots,
+roots, all, ... (so that a drift over the run weighs on both alike)
+after one untimed storm; each mode's storm is BYREF_CHUNKS short storms,
+the best of which counts (another load on the machine slows some of
+them); level 1 copies the host module's counters before and after them.
+
 Level 1 samples the host module's IOTLB flush and map counts once a
 second, with the phase level 2 is in, and level 0's QEMU traces every
 IOTLB invalidation it is asked for, with its time (-msg timestamp=on):
@@ -33,13 +43,23 @@ import shutil
 import subprocess
 import sys
 from vmtest import Guest, boot, builddir, nested, nested_result
-from pibooster import EDU, HELPERS, IOMMU_L1, KO, STORM
+from pibooster import (EDU, HELPERS, IOMMU_L1, KO, STORM, ACK_PORT,
+                       CHECKPOINT_L1, CHECKPOINT_L2)
 ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "5"))
 PER_ROUND = int(os.environ.get("PIBOOSTER_BENCH_N", "10"))
 PHASE = int(os.environ.get("PIBOOSTER_BENCH_PHASE", "30"))
 BIN = 5         # seconds per point of the flush rate
 BENCH_RUNS = 3  # debugfs pibooster/bench runs per mode
 BENCH_N = 200   # tables per level per run
+BYREF_PHASE = int(os.environ.get("PIBOOSTER_BENCH_BYREF_PHASE", "15"))
+BYREF_ROUNDS = 8
+BYREF_CHUNKS = 5
+BYREF_MODES = ("all", "roots")
+# (mode, round), each round's modes in turn reversed: all roots roots all
+BYREF_ORDER = [(m, r) for r in range(1, BYREF_ROUNDS + 1)
+               for m in (BYREF_MODES if r % 2 else BYREF_MODES[::-1])]
+BYREF_CHECKPOINTS = ["%s-%d-%d" % (m, r, e) for m, r in BYREF_ORDER
+                     for e in (0, 1)]
 
 L2_SCRIPT = r"""
 mount -t debugfs none /sys/kernel/debug
@@ -72,9 +92,31 @@ pib_unload
 """ % {"r": ROUNDS, "n": PER_ROUND, "t": PHASE, "t2": 2 * PHASE,
        "half": PHASE, "runs": BENCH_RUNS, "bn": BENCH_N}
 
-L1_SCRIPT = r"""
-mount -t debugfs none /sys/kernel/debug
-insmod /lib/modules/extra/kvm_pagetype.ko
+# fork+exit (pt-storm -m exit): a child that exits at once, whose tables
+# are those the fork copies (the binary's data, its stack); each short
+# storm timed by the clock, between two checkpoints at which level 1
+# copies the host's counters
+BYREF_SCRIPT = CHECKPOINT_L2 + r"""
+pt-storm -m exit -s 5 >/dev/null
+for mr in %(order)s; do
+	m=${mr%%:*}; r=${mr#*:}
+	if test $m = all; then pib_load enable=0; else pib_load pin=$m; fi
+	checkpoint $m-$r-0
+	for i in $(seq %(chunks)d); do
+		read -r t0 _ </proc/uptime
+		pt-storm -m exit -s %(t)d >/tmp/storm
+		read -r t1 _ </proc/uptime
+		read -r line </tmp/storm
+		echo "storm $m $r $t0 $t1 $line"
+	done
+	checkpoint $m-$r-1
+	echo "== $m $r"; stats
+	pib_unload
+done
+""" % {"t": BYREF_PHASE // BYREF_CHUNKS, "chunks": BYREF_CHUNKS,
+       "order": " ".join("%s:%d" % mr for mr in BYREF_ORDER)}
+
+L1_SCRIPT = CHECKPOINT_L1 + r"""
 G=/sys/kernel/debug/kvm_pagetype/global
 sample() {
 	while test ! -e /tmp/l2-done; do
@@ -91,6 +133,11 @@ sample >/tmp/samples & sp=$!
 run_l2 pibooster-bench
 touch /tmp/l2-done; wait $sp
 cp $G /tmp/host
+start_l2 pibooster-byref
+for c in """ + " ".join(BYREF_CHECKPOINTS) + r"""; do
+	checkpoint pibooster-byref $c || break
+done
+wait_l2
 """
 
 
@@ -173,6 +220,81 @@ def flush_rates(samples, qemu_times):
     return rows
 
 
+def byref_report(text, counters, logs):
+    """The fork+exit storms of the second guest: processes per second with
+    every table pinned and with roots only (a mode's best short storm in
+    each round, and all of them), their ratio per round, its median, and
+    what the host did per process, from its counters around each mode's
+    storms.  Writes pibooster-nested-bench-byref.csv."""
+    cells = {}
+    for m in re.finditer(r"^storm (\w+) (\d+) ([\d.]+) ([\d.]+) "
+                         r"pt-storm: (\d+) iterations", text, re.M):
+        c = cells.setdefault((m.group(1), int(m.group(2))),
+                             dict(n=0, secs=0.0, best=0.0))
+        n, secs = int(m.group(5)), float(m.group(4)) - float(m.group(3))
+        c["n"] += n
+        c["secs"] += secs
+        c["best"] = max(c["best"], n / secs)
+    for (mode, rnd), c in cells.items():
+        a = counters["%s-%d-0" % (mode, rnd)]
+        b = counters["%s-%d-1" % (mode, rnd)]
+        c["pins"] = sum(b["op_pin_l%d" % lv] - a["op_pin_l%d" % lv]
+                        for lv in (1, 2, 3, 4))
+        for k in ("op_unpin", "ref_validations", "devalidations", "writes"):
+            c[k] = b[k] - a[k]
+    with open(os.path.join(logs, "pibooster-nested-bench-byref.csv"),
+              "w") as f:
+        f.write("pin,round,processes,seconds,best_per_s,pins,unpins,"
+                "ref_validations,devalidations,writes\n")
+        for (mode, rnd), c in sorted(cells.items()):
+            f.write("%s,%d,%d,%.2f,%.2f,%d,%d,%d,%d,%d\n"
+                    % (mode, rnd, c["n"], c["secs"], c["best"], c["pins"],
+                       c["op_unpin"], c["ref_validations"],
+                       c["devalidations"], c["writes"]))
+    print("pibooster, nested: validation by reference against explicit pins "
+          "(TCG/nested: TCG level 1, KVM level 2, 4-level paging, no device "
+          "confined).  pin=all: every table pinned (coarse); pin=roots: "
+          "roots only, the tables below validated by the host by reference. "
+          " fork+exit (pt-storm -m exit) per second, %d rounds (all, roots, "
+          "roots, all, ...), in each the best of %d storms of %d s, and all "
+          "of them" % (BYREF_ROUNDS, BYREF_CHUNKS,
+                       BYREF_PHASE // BYREF_CHUNKS))
+    print("%-6s %10s %10s %10s   %10s %10s" % (
+        "round", "pin=all", "pin=roots", "roots/all", "all: all", "roots"))
+    ratios = []
+    for rnd in range(1, BYREF_ROUNDS + 1):
+        c = [cells.get((mode, rnd)) for mode in BYREF_MODES]
+        if None in c:
+            continue
+        ratios.append(c[1]["best"] / c[0]["best"])
+        print("%-6d %10.2f %10.2f %10.2f   %10.2f %10.2f"
+              % (rnd, c[0]["best"], c[1]["best"], ratios[-1],
+                 c[0]["n"] / c[0]["secs"], c[1]["n"] / c[1]["secs"]))
+    tot = [[c for (m, _), c in cells.items() if m == mode]
+           for mode in BYREF_MODES]
+    best = [median([c["best"] for c in t]) for t in tot]
+    rate = [sum(c["n"] for c in t) / sum(c["secs"] for c in t) for t in tot]
+    print("roots/all, TCG/nested: median of the rounds %.2f (from %.2f to "
+          "%.2f); medians of the best, %.2f against %.2f a second: %.0f "
+          "against %.0f us per fork+exit; every storm: %.2f"
+          % (median(ratios), min(ratios), max(ratios), best[1], best[0],
+             1e6 / best[1], 1e6 / best[0], rate[1] / rate[0]))
+    print("the host's work per process, over all rounds: pin and unpin ops, "
+          "tables validated by reference, tables devalidated, trapped "
+          "writes to tables")
+    print("%-12s %8s %8s %8s %8s %8s" % ("pin", "pins", "unpins", "by ref",
+                                         "deval", "writes"))
+    for mode, t in zip(BYREF_MODES, tot):
+        n = sum(c["n"] for c in t)
+        print("%-12s %8.1f %8.1f %8.1f %8.1f %8.1f"
+              % (mode, *(sum(c[x] for c in t) / n for x in
+                         ("pins", "op_unpin", "ref_validations",
+                          "devalidations", "writes"))))
+    end = counters[BYREF_CHECKPOINTS[-1]]
+    print("the host after the last storm: %d tables validated by reference "
+          "in all, %d VMs killed" % (end["ref_validations"], end["kills"]))
+
+
 def main():
     l2 = Guest("pibooster-bench", L2_SCRIPT, shell_libs=[HELPERS],
                modules=[builddir(*KO)], programs=[
@@ -180,22 +302,30 @@ def main():
                                               "pt-lat")],
                memory=256, smp=1,
                qemu_args=["-device", "pagetype,dma-device=" + EDU])
-    l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
+    byref = Guest("pibooster-byref", BYREF_SCRIPT, shell_libs=[HELPERS],
+                  modules=[builddir(*KO)], programs=[builddir(*STORM)],
+                  memory=256, smp=1, cmdline="no5lvl",
+                  qemu_args=["-device", "pagetype"] + ACK_PORT)
+    l1 = nested(L1_SCRIPT, [l2, byref], smp=1,
+                kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
                 l1_machine=IOMMU_L1["l1_machine"],
                 l1_args=IOMMU_L1["l1_args"] + ["-trace",
                                                "vtd_inv_desc_iotlb*",
                                                "-msg", "timestamp=on"],
-                cmdline=IOMMU_L1["cmdline"], l2_collect=["/tmp/host",
-                                                         "/tmp/samples"],
+                cmdline=IOMMU_L1["cmdline"],
+                l2_collect=["/tmp/host", "/tmp/samples"] +
+                ["/tmp/host-" + c for c in BYREF_CHECKPOINTS],
                 l2_timeout=1500)
-    r1 = boot(l1, timeout=1800, emulator_retries=1)
+    r1 = boot(l1, timeout=2400, emulator_retries=1)
     r2 = nested_result(r1, "pibooster-bench")
-    if r1.outcome != "pass" or r2.outcome != "pass":
+    r3 = nested_result(r1, "pibooster-byref")
+    if r1.outcome != "pass" or r2.outcome != "pass" or r3.outcome != "pass":
         print(r1.text())
         print(r2.text())
-        print("pibooster-nested-bench: %s; %s" % (r1.describe(),
-                                                   r2.describe()))
+        print(r3.text())
+        print("pibooster-nested-bench: %s; %s; %s"
+              % (r1.describe(), r2.describe(), r3.describe()))
         return 1
     text = r2.text()
     lat = lat_table(text)
@@ -303,6 +433,10 @@ def main():
             % (png, csv)).encode())
         print("wrote " + png)
     print("wrote " + csv)
+    byref_report(r3.text(), {c: dict(
+        (k, int(v)) for k, v in (l.split() for l in r1.files[
+            "host-" + c].decode().splitlines())) for c in BYREF_CHECKPOINTS},
+        logs)
     return 0
 
 

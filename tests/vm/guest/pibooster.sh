@@ -72,7 +72,7 @@ storm2() {
 stats() {
 	for f in hits misses pins unpins to_semi to_writable batches errors \
 		 mode_retries freed_by_hook freed_inline released \
-		 shrinker_freed stock roots roots_freed early; do
+		 shrinker_freed stock roots roots_freed by_ref limited early; do
 		read -r v <$P/stats/$f; echo "stat $f $v"
 	done
 	for f in cached cached_l1 cached_l2 cached_l3 cached_l4 tables_l1 \

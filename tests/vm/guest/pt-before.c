@@ -4,7 +4,7 @@
  * linked under tables it pinned after the load, the ways a stock 6.1
  * kernel does it.
  *
- *   pt-before thp|pud|share
+ *   pt-before thp|pud|share|wide
  *
  * Each mode maps and touches its memory at once, in tables nobody pinned,
  * prints "pt-before: MODE ready", waits for SIGUSR1 (sent once the module
@@ -23,6 +23,11 @@
  *        SHARE_PAGES huge pages faulted; a child forked now faults the
  *        range, and huge_pmd_share() links the parent's PMD table under
  *        the child's PUD table.  Needs SHARE_PAGES + 1 free huge pages.
+ * wide   WIDE_SPANS 2 MiB spans, a 4 KiB page touched in each: more PTE
+ *        tables than the host validates in one op (513).  After the
+ *        signal a page in another PGD slot: its __pud_alloc() pins the
+ *        root under pibooster.ko's pin=roots, which the host refuses
+ *        for the tables below it (R_LIMIT); the root stays the kernel's.
  *
  * After the move the bytes written before are read through the new
  * mapping, then new ones written and read back.  Exit 0 and "pt-before:
@@ -50,6 +55,7 @@
 #define DST		(4UL << 40)
 #define PUD_SPANS	4
 #define SHARE_PAGES	2
+#define WIDE_SPANS	600
 
 static uint8_t pattern(unsigned long off, unsigned int seed)
 {
@@ -213,13 +219,34 @@ static void share(sigset_t *set)
 		T_EQ(p[huge(i)], pattern(huge(i), 2));
 }
 
+static void wide(sigset_t *set)
+{
+	uint8_t *p = map_at(SRC, WIDE_SPANS * SZ_2M,
+			    MAP_PRIVATE | MAP_ANONYMOUS);
+	uint8_t *q;
+	int i;
+
+	/* 4 KiB pages: a PTE table per span, no huge PMD. */
+	T_ASSERT(!madvise(p, WIDE_SPANS * SZ_2M, MADV_NOHUGEPAGE),
+		 "MADV_NOHUGEPAGE");
+	for (i = 0; i < WIDE_SPANS; i++)
+		fill(p, i * SZ_2M, i * SZ_2M + SZ_4K, 1);
+	ready("wide", set);
+
+	q = map_at(DST, SZ_4K, MAP_PRIVATE | MAP_ANONYMOUS);
+	fill(q, 0, SZ_4K, 2);
+	T_EQ(bad(q, 0, SZ_4K, 2), 0);
+	for (i = 0; i < WIDE_SPANS; i++)
+		T_EQ(bad(p, i * SZ_2M, i * SZ_2M + SZ_4K, 1), 0);
+}
+
 int main(int argc, char **argv)
 {
 	sigset_t set;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 2) {
-		fprintf(stderr, "usage: pt-before thp|pud|share\n");
+		fprintf(stderr, "usage: pt-before thp|pud|share|wide\n");
 		return 2;
 	}
 	sigemptyset(&set);
@@ -231,6 +258,8 @@ int main(int argc, char **argv)
 		pud(&set);
 	else if (!strcmp(argv[1], "share"))
 		share(&set);
+	else if (!strcmp(argv[1], "wide"))
+		wide(&set);
 	else
 		T_ASSERT(0, "unknown mode %s", argv[1]);
 	printf("pt-before: %s ok\n", argv[1]);
