@@ -367,8 +367,9 @@ struct page *__pib_table_alloc(int level, gfp_t gfp)
 
 /*
  * While the patch switches task by task, a task still on the stock
- * allocators could link an unpinned table into a table we pinned, which
- * the host refuses, killing the guest.  So until every task runs the
+ * allocators may link a table the module did not pin into one it did.
+ * The host validates such a table by reference; the local backend, which
+ * sees no stores, would not know of it.  So until every task runs the
  * hooks (pib_post_patch()), the hooks hand tables out unpinned, as the
  * stock kernel does, and these stay the kernel's.  From then on a pinned
  * table only receives tables allocated after it was, pinned too.  Roots
