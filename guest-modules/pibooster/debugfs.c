@@ -2,8 +2,9 @@
 /*
  * /sys/kernel/debug/pibooster: the frames the module holds (frames), the
  * time per level of the hooks' allocations and frees (latency), a
- * microbenchmark of the module's own paths (bench), and fault injectors
- * for tests (test_corrupt_link, test_refuse_pins).
+ * microbenchmark of the module's own paths (bench), the frames cached for
+ * the reader's memory cgroup (memcg_cached), and a fault injector for
+ * tests (test_refuse_pins).
  */
 #include <linux/debugfs.h>
 #include <linux/fs.h>

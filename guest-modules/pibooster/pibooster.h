@@ -59,8 +59,8 @@ struct pib_level {
 };
 
 /*
- * Walks of pib_state[] (the sweep, the drain, the recovery of dropped
- * frames, debugfs frames) call cond_resched() every PIB_WALK_STRIDE
+ * Walks of pib_state[] (the sweep, the drain, the unpatch walk, debugfs
+ * frames) call cond_resched() every PIB_WALK_STRIDE
  * frames: one page of states, 16 MiB of guest memory.  Even when every
  * frame in it is a table whose page count is read (a cache miss each),
  * that is well under a millisecond between two reschedule points, and it
