@@ -13,9 +13,9 @@
  * memory holds against the validated shadow, a broken rule killing the
  * VM.  The guest thus never runs on an unchecked table, as with trapped
  * writes.  Writers through mapped or cached pointers (steal time,
- * kvmclock's pvclock page, nested SVM's VMCB12) are none of these: the
- * pagetype device refuses vCPUs that can make KVM use them
- * (docs/pagetype.md, "Writers of guest memory").
+ * kvmclock's pvclock page, nested SVM's VMCB12) are none of these and
+ * are not seen here: docs/pagetype.md, "Writers of guest memory", says
+ * what is open.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
