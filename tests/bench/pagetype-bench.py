@@ -17,7 +17,7 @@ import os
 import re
 import sys
 from vmtest import Guest, boot, builddir, nested, nested_result
-from pagetype import host, iommu_host
+from pagetype import host, iommu_host, pagetype_device
 
 N = int(os.environ.get("PAGETYPE_BENCH_N", "100000"))
 DMA_FRAMES = int(os.environ.get("PAGETYPE_BENCH_DMA_FRAMES", "4096"))
@@ -57,7 +57,7 @@ def qemu_rows():
     ko = builddir("tests", "vm", "modules", "pagetype_l2.ko")
     l2 = Guest("pagetype-bench-l2", "insmod /lib/modules/extra/"
                "pagetype_l2.ko bench=%d\n" % QEMU_N, modules=[ko],
-               qemu_args=["-device", "pagetype"], memory=256, smp=1)
+               qemu_args=pagetype_device(), memory=256, smp=1)
     l1 = nested("mount -t debugfs none /sys/kernel/debug\n"
                 "insmod /lib/modules/extra/kvm_pagetype.ko\n"
                 "run_l2\n", l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},

@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 from vmtest import Guest, boot, builddir, nested, nested_result
+from pagetype import pagetype_device
 from pibooster import (EDU, HELPERS, IOMMU_L1, KO, STORM, ACK_PORT,
                        CHECKPOINT_L1, CHECKPOINT_L2)
 ROUNDS = int(os.environ.get("PIBOOSTER_BENCH_ROUNDS", "5"))
@@ -301,11 +302,11 @@ def main():
                    builddir(*STORM), builddir("tests", "vm", "guest",
                                               "pt-lat")],
                memory=256, smp=1,
-               qemu_args=["-device", "pagetype,dma-device=" + EDU])
+               qemu_args=pagetype_device(",dma-device=" + EDU))
     byref = Guest("pibooster-byref", BYREF_SCRIPT, shell_libs=[HELPERS],
                   modules=[builddir(*KO)], programs=[builddir(*STORM)],
                   memory=256, smp=1, cmdline="no5lvl",
-                  qemu_args=["-device", "pagetype"] + ACK_PORT)
+                  qemu_args=pagetype_device() + ACK_PORT)
     l1 = nested(L1_SCRIPT, [l2, byref], smp=1,
                 kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],

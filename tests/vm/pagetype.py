@@ -5,7 +5,21 @@ then kvm_pagetype.ko, and runs KVM-selftests-style programs from
 tests/vm/kvm/ that create their own VMs: no level-2 kernel boots.  One CPU,
 as the nested limits in docs/testing.md ask."""
 
-from vmtest import Guest, builddir, check, guest_sh
+from vmtest import NESTED_CPU, Guest, builddir, check, guest_sh
+
+# What the pagetype device asks of every vCPU: none of the features
+# through which KVM writes guest memory unseen by kvm_pagetype.ko, and KVM
+# holding the guest to its PV CPUID (docs/pagetype.md, "Writers of guest
+# memory").
+PAGETYPE_CPU = ("kvmclock=off,kvm-steal-time=off,svm=off,vmx=off,"
+                "kvm-pv-enforce-cpuid=on")
+
+
+def pagetype_device(opts=""):
+    """A level-2 QEMU's arguments for -device pagetype@opts: the device and
+    vCPUs it accepts."""
+    return ["-cpu", NESTED_CPU + "," + PAGETYPE_CPU,
+            "-device", "pagetype" + opts]
 
 # What a host's script runs first: debugfs, kvm_pagetype.ko loaded, and
 # reload_kvm_amd to reload kvm_amd with other parameters (npt=1).

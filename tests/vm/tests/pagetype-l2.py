@@ -2,8 +2,10 @@
 """kvm_pagetype with a real level-2 Linux under KVM.
 
 Level 1 (kvm_amd npt=0) loads kvm_pagetype.ko and runs our QEMU with the
-pagetype device.  First, realize refuses clearly without the module and
-without KVM.  Then a level-2 test module (tests/vm/modules/pagetype_l2.c)
+pagetype device.  First, realize refuses clearly without the module,
+without KVM, and with vCPUs that offer a feature through which KVM writes
+guest memory unseen by the module (kvmclock, steal time, SVM, Hyper-V) or
+without kvm-pv-enforce-cpuid.  Then a level-2 test module (tests/vm/modules/pagetype_l2.c)
 pins a live page table of its own guest (the PTE page mapping its loader's
 stack) through the device's registers, checks its type, unpins it and runs
 a batch through the doorbell page, then pins it again and writes the
@@ -21,25 +23,40 @@ kvm_pagetype; a level 1 that dies or hangs is tried again, twice at most
 import re
 from vmtest import (Guest, boot, builddir, check, main, nested,  # noqa
                     nested_result)
+from pagetype import PAGETYPE_CPU, pagetype_device
 
 L1_SCRIPT = r"""
 qemu() {
 	qemu-system-x86_64 -nodefaults -display none -L /usr/share/qemu \
 		-machine q35 "$@" -device pagetype
 }
-if qemu -accel kvm 2> /tmp/nomod.err; then exit 1; fi
+# vCPUs through whose features KVM writes guest memory unseen: refused,
+# one feature at a time, each named
+refused() {
+	if qemu -accel kvm -cpu "$1" 2> /tmp/cpu.err; then exit 1; fi
+	cat /tmp/cpu.err
+	grep -q "pagetype: vCPU 0 $2" /tmp/cpu.err &&
+		grep -q "The device needs -cpu" /tmp/cpu.err
+}
+refused qemu64 "offers kvmclock"
+refused "qemu64,$GOOD,kvm-steal-time=on" "offers kvm-steal-time"
+refused "qemu64,$GOOD,svm=on" "offers svm"
+refused "qemu64,$GOOD,kvm-pv-enforce-cpuid=off" "has kvm-pv-enforce-cpuid off"
+refused "qemu64,$GOOD,hv-relaxed=on" "has hv-relaxed=on"
+refused "qemu64,$GOOD,hv-spinlocks=0x1fff" "has hv-spinlocks set"
+if qemu -accel kvm -cpu "qemu64,$GOOD" 2> /tmp/nomod.err; then exit 1; fi
 cat /tmp/nomod.err
 grep -q "pagetype: cannot open /dev/kvm-pagetype (is kvm_pagetype.ko loaded?)" /tmp/nomod.err
 mount -t debugfs none /sys/kernel/debug
 insmod /lib/modules/extra/kvm_pagetype.ko
-if qemu -accel tcg 2> /tmp/tcg.err; then exit 1; fi
+if qemu -accel tcg -cpu "qemu64,$GOOD" 2> /tmp/tcg.err; then exit 1; fi
 cat /tmp/tcg.err
 grep -q "pagetype: needs KVM" /tmp/tcg.err
 # neither removed nor added at run time (an eject drops every table),
 # even on a bus that takes hotplug (pc's pci.0)
 printf 'device_del pt\ndevice_add pagetype,id=pt2\nquit\n' |
 	qemu-system-x86_64 -nodefaults -display none -L /usr/share/qemu \
-		-machine pc -accel kvm -S -monitor stdio \
+		-machine pc -accel kvm -cpu "qemu64,$GOOD" -S -monitor stdio \
 		-device pagetype,id=pt >/tmp/plug.out 2>&1 || true
 if grep -q "Device 'pagetype' does not support hotplugging" /tmp/plug.out &&
    grep -q "Parameter 'driver' expects a pluggable device type" /tmp/plug.out
@@ -76,13 +93,13 @@ def stats(text):
 
 def test():
     ko = builddir("tests", "vm", "modules", "pagetype_l2.ko")
-    args = ["-device", "pagetype", "-trace", "enable=pagetype_*"]
+    args = pagetype_device() + ["-trace", "enable=pagetype_*"]
     l2 = [Guest(name, NO_SLOT + "insmod /lib/modules/extra/pagetype_l2.ko "
                 "%s\n" % opt,
                 modules=[ko], qemu_args=args, memory=256, smp=1)
           for name, opt in (("pagetype-l2", ""),
                             ("pagetype-kill", "violate=1"))]
-    l1 = nested(L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
+    l1 = nested("GOOD=%s\n" % PAGETYPE_CPU + L1_SCRIPT, l2, smp=1, kmod_opts={"kvm_amd": "npt=0"},
                 modules=[builddir("kvm-pagetype", "kvm_pagetype.ko")],
                 l2_collect=["/tmp/after-ops", "/tmp/after-kill"],
                 l2_timeout=70)

@@ -29,6 +29,7 @@ from vmtest import builddir, check, main
 from pibooster import (run_nested, stats, check_unload, host_counters,
                        check_host_agrees, ACK_PORT, CHECKPOINT_L1,
                        CHECKPOINT_L2)
+from pagetype import pagetype_device
 
 # tests/vm/guest/pt-before.c: PUD_SPANS, SHARE_PAGES
 PUD_SPANS = 4
@@ -85,7 +86,7 @@ def test():
     # 4-level paging: roots are L4 tables, pinned at the host
     r1, r2 = run_nested(
         "pibooster-before", L2_SCRIPT, L1_SCRIPT,
-        ["-device", "pagetype"] + ACK_PORT,
+        pagetype_device() + ACK_PORT,
         l2_programs=[builddir("tests", "vm", "guest", "pt-before")],
         l2_collect=["/tmp/host"] + ["/tmp/host-" + c for c in CHECKPOINTS],
         l2_cmdline="no5lvl")

@@ -19,6 +19,7 @@ from vmtest import check, main
 from pibooster import (run_nested, stats, check_unload, host_counters,
                        check_host_agrees, ACK_PORT, CHECKPOINT_L1,
                        CHECKPOINT_L2)
+from pagetype import pagetype_device
 
 HOTPLUG_MIB = 256
 # level 2 boots with 256 MiB (run_nested): more than that is hot memory
@@ -72,7 +73,7 @@ cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 def test():
     r1, r2 = run_nested(
         "pibooster-hotplug", L2_SCRIPT, L1_SCRIPT,
-        ["-device", "pagetype", "-m", "slots=2,maxmem=1G",
+        pagetype_device() + ["-m", "slots=2,maxmem=1G",
          "-chardev", "pipe,id=mon,path=/tmp/mon",
          "-mon", "chardev=mon,mode=readline"] + ACK_PORT,
         l2_collect=["/tmp/host", "/tmp/host-loaded", "/tmp/host-stormed",

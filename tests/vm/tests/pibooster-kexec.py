@@ -18,6 +18,7 @@ A level 1 that dies or hangs is tried again, twice at most
 from vmtest import builddir, check, main
 from pibooster import (run_nested, stats, check_unload, host_counters,
                        ACK_PORT, CHECKPOINT_L1, CHECKPOINT_L2)
+from pagetype import pagetype_device
 
 L2_SCRIPT = CHECKPOINT_L2 + r"""
 if grep -q vmtest.kexec /proc/cmdline; then
@@ -57,7 +58,7 @@ cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 def test():
     r1, r2 = run_nested(
         "pibooster-kexec", L2_SCRIPT, L1_SCRIPT,
-        ["-device", "pagetype"] + ACK_PORT,
+        pagetype_device() + ACK_PORT,
         l2_programs=[builddir("tests", "vm", "guest", "pt-kexec")],
         l2_files=lambda kernel: {"/boot/vmlinuz": kernel.vmlinuz},
         l2_collect=["/tmp/host", "/tmp/host-unloaded"], l2_cmdline="no5lvl", timeout=190,

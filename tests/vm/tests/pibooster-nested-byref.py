@@ -23,6 +23,7 @@ A level 1 that dies or hangs is tried again, twice at most
 from vmtest import builddir, check, main
 from pibooster import (run_nested, stats, check_unload, host_counters,
                        ACK_PORT, CHECKPOINT_L1, CHECKPOINT_L2)
+from pagetype import pagetype_device
 
 # Processes the storms run: two fork storms at once, threads, and
 # fork+exit.
@@ -75,7 +76,7 @@ wait_l2
 def test():
     r1, r2 = run_nested(
         "pibooster-byref", L2_SCRIPT, L1_SCRIPT,
-        ["-device", "pagetype"] + ACK_PORT,
+        pagetype_device() + ACK_PORT,
         l2_programs=[builddir("tests", "vm", "guest", "pt-before")],
         l2_collect=["/tmp/host-" + c for c in CHECKPOINTS],
         l2_cmdline="no5lvl", timeout=190, l2_timeout=150)

@@ -19,6 +19,7 @@ A level 1 that dies or hangs is tried again, twice at most
 import re
 from vmtest import builddir, check, main
 from pibooster import EDU, IOMMU_L1, run_nested, check_unload, host_counters
+from pagetype import pagetype_device
 
 L2_SCRIPT = r"""
 mount -t debugfs none /sys/kernel/debug
@@ -71,8 +72,8 @@ cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 def test():
     r1, r2 = run_nested(
         "pibooster-dma", L2_SCRIPT, L1_SCRIPT,
-        ["-device", "pagetype,dma-device=" + EDU, "-trace",
-         "pagetype_confine"], l2_collect=["/tmp/host"],
+        pagetype_device(",dma-device=" + EDU) + [
+            "-trace", "pagetype_confine"], l2_collect=["/tmp/host"],
         programs=[builddir("tests", "vm", "kvm", "edu-dma")], **IOMMU_L1)
     text, l1text = r2.text(), r1.text()
     check("backend host doorbell" in text, "not the host backend: " + text)

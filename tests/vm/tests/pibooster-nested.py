@@ -24,6 +24,7 @@ import re
 from vmtest import builddir, check, main
 from pibooster import (run_nested, stats, check_unload, host_counters,
                        check_host_agrees)
+from pagetype import pagetype_device
 
 # How long the multithreaded storm runs, from 4 s before the unload: long
 # enough to outlast it (the test checks that it did).
@@ -70,7 +71,7 @@ cp /sys/kernel/debug/kvm_pagetype/global /tmp/host
 def test():
     # 4-level paging in level 2: its roots are L4 tables, pinned at the host
     r1, r2 = run_nested("pibooster-l2", L2_SCRIPT, L1_SCRIPT,
-                        ["-device", "pagetype",
+                        pagetype_device() + [
                          "-object", "memory-backend-file,id=bar,share=on,"
                          "mem-path=/dev/shm/bar,size=%d" % BAR_SIZE,
                          "-device", "ivshmem-plain,memdev=bar"],

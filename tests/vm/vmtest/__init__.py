@@ -43,7 +43,7 @@ The shell the guests run is in tests/vm/guest/*.sh.
 from .env import builddir, env_path, log, logdir
 from .guest import (CONSOLE_TAIL, Guest, Kernel, boot, guest_sh, module_name,
                     resolve_modules)
-from .nested import NESTED_ACCEL, nested, nested_result
+from .nested import NESTED_ACCEL, NESTED_CPU, nested, nested_result
 from .qemu import (KVM_ACCEL, TCG_ACCEL, Running, firmware_files, host_accel,
                    kill_guests, shared_libraries)
 from .qmp import Qmp, qmp_up
@@ -57,7 +57,7 @@ __all__ = [
     "builddir", "env_path", "log", "logdir",
     "CONSOLE_TAIL", "Guest", "Kernel", "boot", "guest_sh", "module_name",
     "resolve_modules",
-    "NESTED_ACCEL", "nested", "nested_result",
+    "NESTED_ACCEL", "NESTED_CPU", "nested", "nested_result",
     "KVM_ACCEL", "TCG_ACCEL", "Running", "firmware_files", "host_accel",
     "kill_guests", "shared_libraries",
     "Qmp", "qmp_up",

@@ -11,7 +11,8 @@ from .result import KVM_RUN_FAILED, HarnessError, Result
 # that disagree with the components it enables, and a 6.1 kernel booted on
 # -cpu host there WARNs in fpu__init_system_xstate.  Level 2 goes without
 # XSAVE (and the AVX family that needs it).
-NESTED_ACCEL = ("-accel", "kvm", "-cpu", "host,-xsave")
+NESTED_CPU = "host,xsave=off"
+NESTED_ACCEL = ("-accel", "kvm", "-cpu", NESTED_CPU)
 
 
 def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",

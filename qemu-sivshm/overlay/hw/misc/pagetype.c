@@ -16,14 +16,19 @@
 
 #include "qemu/osdep.h"
 #include <sys/ioctl.h>
+#include "qemu/accel.h"
 #include "qemu/bitops.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
+#include "qapi/qmp/qdict.h"
+#include "qapi/qmp/qlist.h"
+#include "hw/core/cpu.h"
 #include "hw/pci/pci.h"
 #include "hw/qdev-properties.h"
 #include "migration/blocker.h"
 #include "qom/object.h"
+#include "qom/qom-qobject.h"
 #include "sysemu/kvm.h"
 #include "sysemu/kvm_int.h"
 #include "sysemu/reset.h"
@@ -205,6 +210,148 @@ static bool pagetype_parse_pci(const char *str,
     return true;
 }
 
+/*
+ * KVM writes guest memory at addresses the guest chose through mappings
+ * it keeps (steal time, the kvmclock page, nested SVM's VMCB12 and VMX's
+ * VMCS12, Hyper-V's pages), where kvm_pagetype.ko can see nothing: a
+ * guest pointing one of them at a page table would change it unchecked
+ * (docs/pagetype.md, "Writers of guest memory").  So every vCPU must go
+ * without them, and with kvm-pv-enforce-cpuid=on, without which KVM
+ * honours the PV MSRs whatever CPUID says.  The bits are read from the
+ * CPUID the vCPU was realized with ("feature-words"): a feature property
+ * reads "off" while only one of its bits is set.  Hot-added vCPUs take
+ * -cpu's properties.
+ */
+static const struct {
+    uint32_t leaf;
+    const char *reg;
+    int64_t bits;
+    const char *name;
+} pagetype_cpuid_off[] = {
+    /* KVM_FEATURE_CLOCKSOURCE, KVM_FEATURE_CLOCKSOURCE2 */
+    { 0x40000001, "EAX", 1 << 0 | 1 << 3, "kvmclock" },
+    /* KVM_FEATURE_STEAL_TIME */
+    { 0x40000001, "EAX", 1 << 5, "kvm-steal-time" },
+    { 0x80000001, "ECX", 1 << 2, "svm" },
+    { 0x00000001, "ECX", 1 << 5, "vmx" },
+};
+
+static bool pagetype_cpuid_ok(CPUState *cs, Error **errp)
+{
+    QObject *words = object_property_get_qobject(OBJECT(cs), "feature-words",
+                                                 errp);
+    unsigned found = 0;
+    QListEntry *e;
+    size_t i;
+
+    if (!words) {
+        return false;
+    }
+    QLIST_FOREACH_ENTRY(qobject_to(QList, words), e) {
+        QDict *w = qobject_to(QDict, qlist_entry_obj(e));
+
+        for (i = 0; i < ARRAY_SIZE(pagetype_cpuid_off); i++) {
+            if (qdict_get_int(w, "cpuid-input-eax") !=
+                pagetype_cpuid_off[i].leaf ||
+                strcmp(qdict_get_str(w, "cpuid-register"),
+                       pagetype_cpuid_off[i].reg)) {
+                continue;
+            }
+            found |= 1u << i;
+            if (qdict_get_int(w, "features") & pagetype_cpuid_off[i].bits) {
+                error_setg(errp, "pagetype: vCPU %d offers %s", cs->cpu_index,
+                           pagetype_cpuid_off[i].name);
+                qobject_unref(words);
+                return false;
+            }
+        }
+    }
+    qobject_unref(words);
+    if (found != (1u << ARRAY_SIZE(pagetype_cpuid_off)) - 1) {
+        error_setg(errp, "pagetype: vCPU %d: no CPUID word for %s",
+                   cs->cpu_index, pagetype_cpuid_off[ctz32(~found)].name);
+        return false;
+    }
+    return true;
+}
+
+/* A missing property is refused too: a QEMU that renamed one. */
+static bool pagetype_cpu_ok(CPUState *cs, Error **errp)
+{
+    Object *cpu = OBJECT(cs);
+    ObjectPropertyIterator iter;
+    ObjectProperty *prop;
+    Error *err = NULL;
+    uint64_t spinlocks;
+
+    if (!pagetype_cpuid_ok(cs, errp)) {
+        return false;
+    }
+    if (!object_property_get_bool(cpu, "kvm-pv-enforce-cpuid", &err)) {
+        if (err) {
+            error_propagate(errp, err);
+        } else {
+            error_setg(errp, "pagetype: vCPU %d has kvm-pv-enforce-cpuid "
+                       "off", cs->cpu_index);
+        }
+        return false;
+    }
+    /*
+     * Any Hyper-V enlightenment gives the guest Hyper-V's MSRs: a set
+     * hv-spinlocks, or one of the hv-* bits (hv-passthrough included).
+     */
+    spinlocks = object_property_get_uint(cpu, "hv-spinlocks", &err);
+    if (err) {
+        error_propagate(errp, err);
+        return false;
+    }
+    if (spinlocks != UINT32_MAX) {
+        error_setg(errp, "pagetype: vCPU %d has hv-spinlocks set",
+                   cs->cpu_index);
+        return false;
+    }
+    object_property_iter_init(&iter, cpu);
+    while ((prop = object_property_iter_next(&iter))) {
+        if (g_str_has_prefix(prop->name, "hv-") &&
+            !strcmp(prop->type, "bool") &&
+            strcmp(prop->name, "hv-enforce-cpuid") &&
+            object_property_get_bool(cpu, prop->name, NULL)) {
+            error_setg(errp, "pagetype: vCPU %d has %s=on", cs->cpu_index,
+                       prop->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool pagetype_cpus_ok(Error **errp)
+{
+    ERRP_GUARD();
+    Object *accel = OBJECT(current_accel());
+    CPUState *cs;
+
+    if (object_property_find(accel, "xen-version") &&
+        object_property_get_uint(accel, "xen-version", NULL)) {
+        error_setg(errp, "pagetype: KVM emulates Xen (xen-version), whose "
+                   "shared pages KVM writes unseen");
+        goto refused;
+    }
+    CPU_FOREACH(cs) {
+        if (!pagetype_cpu_ok(cs, errp)) {
+            goto refused;
+        }
+    }
+    return true;
+
+refused:
+    error_append_hint(errp, "KVM writes those pages at addresses the guest "
+                      "chose, unseen by kvm_pagetype.ko.  The device needs "
+                      "-cpu <model>,kvmclock=off,kvm-steal-time=off,-svm,"
+                      "-vmx,kvm-pv-enforce-cpuid=on, no hv-* option and "
+                      "no xen-version.\n");
+    return false;
+}
+
 static void pagetype_system_reset(void *opaque);
 
 /* Undo pagetype_realize's steps from the last one that succeeded. */
@@ -245,6 +392,9 @@ static void pagetype_realize(PCIDevice *pdev, Error **errp)
     if (!kvm_enabled()) {
         error_setg(errp, "pagetype: needs KVM (-accel kvm): the page types "
                    "live in the host module kvm_pagetype.ko");
+        return;
+    }
+    if (!pagetype_cpus_ok(errp)) {
         return;
     }
     s->fd = open(s->path, O_RDWR | O_CLOEXEC);
