@@ -16,6 +16,24 @@
 # Seconds since level 1 booted, from the clock: a loop's own ticks
 # under TCG run slower than they say.
 now() { local t _; read -r t _ </proc/uptime; echo "${t%.*}"; }
+
+# Level 2's TSC ticks at level 1's rate (KVM offsets it, never scales
+# it here).  A level 2 without kvmclock would have to calibrate it, and
+# under TCG its PIT, HPET and PM timer reads are too slow for that: it
+# marks the TSC unstable and keeps time with the PM timer, an exit per
+# read.  Each /l2/NAME.sh passes this to level 2 as tsc_early_khz.
+tsc_khz() {
+	dmesg | sed -n "s/.*tsc: $1 \\([0-9]*\\)\\.\\([0-9]\\{3\\}\\) MHz.*/\\1\\2/p" |
+		tail -n 1
+}
+VMTEST_TSC_KHZ=$(tsc_khz "Refined TSC clocksource calibration:")
+[ -n "$VMTEST_TSC_KHZ" ] || VMTEST_TSC_KHZ=$(tsc_khz Detected)
+if [ -z "$VMTEST_TSC_KHZ" ]; then
+	echo "level1: no TSC frequency in dmesg" >&2
+	exit 1
+fi
+export VMTEST_TSC_KHZ
+
 run_l2() {
 	n=${1:-$VMTEST_L2_FIRST}
 	sh "/l2/$n.sh" 2> "/tmp/$n.stderr" &

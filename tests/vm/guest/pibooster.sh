@@ -13,6 +13,24 @@ mkfifo /tmp/pause
 # A pause that forks nothing, so it frees no page table of its own.
 pause() { read -r -t "$1" _ <>/tmp/pause || true; }
 settle() { sync; echo 3 >/proc/sys/vm/drop_caches; pause 1.5; }
+# held FILE: wait until the pt-storm -S whose output goes to FILE holds
+# its tables (its first line), at most HELD_WAIT_S; builtins only, so
+# the wait maps and frees no tables of its own.
+HELD_WAIT_S=120
+held() {
+	local n=0 line
+	while :; do
+		line=
+		read -r line <"$1" || true
+		case "$line" in "pt-storm: holding"*) return 0 ;; esac
+		n=$((n + 1))
+		if [ "$n" -gt $((HELD_WAIT_S * 2)) ]; then
+			echo "held: no holder in $1 after $HELD_WAIT_S s"
+			return 1
+		fi
+		pause 0.5
+	done
+}
 # Page tables and free memory in kB, once nothing runs but this shell:
 # free pages are MemFree and the pages on the per-CPU free lists
 # (/proc/zoneinfo's pageset counts), which MemFree leaves out.  Then the

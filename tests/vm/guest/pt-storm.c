@@ -25,7 +25,7 @@
  * says "pt-storm: N iterations, F failures".  -w N has each child also
  * touch N more 2 MiB spans, each its own PTE table (up to 4096), and -S
  * seconds makes it hold them that long, then check them again, before it
- * lets go.
+ * lets go; it prints "pt-storm: holding M MiB" when it starts to hold.
  *
  * -H MiB is memory pressure instead: touch that much anonymous memory,
  * page by page, and exit 0 (or be killed by the OOM killer).  With -R N
@@ -94,6 +94,9 @@ static int churn(uintptr_t hint, size_t len, size_t stride, unsigned int seed,
 	for (off = 0; off < len; off += stride)
 		bad |= p[off] != pattern((uintptr_t)p + off, seed);
 	if (nohuge && hold) {
+		/* the caller waits for this line (pibooster.sh's held) */
+		printf("pt-storm: holding %zu MiB\n", len >> 20);
+		fflush(stdout);
 		sleep(hold);
 		/* what a stray DMA into a table or a page would have changed */
 		for (off = 0; off < len; off += stride)

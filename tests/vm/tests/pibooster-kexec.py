@@ -34,8 +34,8 @@ if grep -q vmtest.kexec /proc/cmdline; then
 fi
 pib_load
 storm2 -n 2 >/tmp/storm
-pt-storm -n 1 -w 32 -S 600 >/dev/null 2>&1 &
-pause 3
+pt-storm -n 1 -w 32 -S 600 >/tmp/held 2>&1 &
+held /tmp/held
 # what the first kernel says goes with the second's root
 { cat /tmp/storm; echo "== first"; stats; } >/phase1.out
 cat /phase1.out

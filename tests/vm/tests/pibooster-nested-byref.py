@@ -56,7 +56,7 @@ echo "== wide"; stats
 checkpoint wide
 # unloaded while a process holds tables below its pinned root
 pt-storm -n 1 -w 64 -S 8 >/tmp/hold 2>&1 & h=$!
-pause 4
+held /tmp/hold
 pib_unload
 kill -0 $h 2>/dev/null && echo "the holder outlived the unload"
 wait $h || { cat /tmp/hold; exit 1; }

@@ -34,7 +34,7 @@ pause 2
 seen=" "
 while read f l s; do seen="$seen$f "; done <$F
 pt-storm -n 1 -w 64 -S 35 >/tmp/hold 2>&1 & h=$!
-pause 5
+held /tmp/hold
 t= c=
 while read f l s; do
 	case "$s" in cached) c=${c:-$f}; continue;; table*) ;; *) continue;; esac

@@ -51,7 +51,7 @@ mmio-map 1af4 1110 2
 # top level first) and a multithreaded storm runs on
 pt-storm -n 1 -w 64 -S 8 >/tmp/hold 2>&1 & h=$!
 pt-storm -m threads -s %(mt)d >/tmp/mt 2>&1 & m=$!
-pause 4
+held /tmp/hold
 pib_unload
 kill -0 $m 2>/dev/null && echo "storm outlived the unload"
 wait $h || { cat /tmp/hold; exit 1; }

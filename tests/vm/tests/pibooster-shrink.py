@@ -60,7 +60,7 @@ done </proc/meminfo
 # a child holding 300 L1 tables while the ratio is set; the cache grows
 # past half of the tables in use only after it has taken its own
 pt-storm -n 1 -w 300 -S 15 >/tmp/hold & h=$!
-pause 3
+held /tmp/hold
 ps=gone
 while read f l s; do test "$f" = "$p" && ps="$l-$s"; done <$D/frames
 read pn <$P/stats/poisoned

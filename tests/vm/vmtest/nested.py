@@ -14,6 +14,16 @@ from .result import KVM_RUN_FAILED, HarnessError, Result
 NESTED_CPU = "host,xsave=off"
 NESTED_ACCEL = ("-accel", "kvm", "-cpu", NESTED_CPU)
 
+# Level 2 takes level 1's TSC frequency and trusts its TSC, for when it has
+# no kvmclock (level1.sh's VMTEST_TSC_KHZ says why); the marker becomes
+# that variable in each /l2/NAME.sh.
+TSC_KHZ = "@VMTEST_TSC_KHZ@"
+L2_TSC = "tsc_early_khz=%s tsc=reliable" % TSC_KHZ
+
+
+def sh_quote(arg):
+    return "'%s'" % arg.replace("'", "'\\''")
+
 
 def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
            l1_memory=2048, l2_timeout=180, l2_collect=(), **l1_opts):
@@ -54,8 +64,10 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
         argv = g.qemu_argv("/usr/bin/qemu-system-x86_64", "/l2/vmlinuz",
                            "/l2/%s.cpio" % g.name, "/tmp/%s.channel" % g.name,
                            "/tmp/%s.console" % g.name, NESTED_ACCEL)
-        files["/l2/%s.sh" % g.name] = ("exec " + " ".join(
-            "'%s'" % a.replace("'", "'\\''") for a in argv) + "\n").encode()
+        argv[argv.index("-append") + 1] += " " + L2_TSC
+        script = "exec " + " ".join(sh_quote(a) for a in argv) + "\n"
+        files["/l2/%s.sh" % g.name] = script.replace(
+            TSC_KHZ, "'\"$VMTEST_TSC_KHZ\"'").encode()
         collect += ["/tmp/%s.%s" % (g.name, what) for what in
                     ("channel", "console", "stderr", "status")]
     env = {"VMTEST_L2_TIMEOUT": str(l2_timeout),

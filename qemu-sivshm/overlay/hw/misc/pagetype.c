@@ -346,9 +346,9 @@ static bool pagetype_cpus_ok(Error **errp)
 refused:
     error_append_hint(errp, "KVM writes those pages at addresses the guest "
                       "chose, unseen by kvm_pagetype.ko.  The device needs "
-                      "-cpu <model>,kvmclock=off,kvm-steal-time=off,-svm,"
-                      "-vmx,kvm-pv-enforce-cpuid=on, no hv-* option and "
-                      "no xen-version.\n");
+                      "-cpu <model>,kvmclock=off,kvm-steal-time=off,"
+                      "svm=off,vmx=off,kvm-pv-enforce-cpuid=on, no hv-* "
+                      "option and no xen-version.\n");
     return false;
 }
 
