@@ -68,7 +68,7 @@ def check_ops(r):
                  "kill-by-reference", "by-reference", "subtree", "batches",
                  "overflow", "memslots", "io-and-growth", "lifetimes",
                  "modes", "doorbell", "global", "unseen-writes", "stuck-vm",
-                 "table-bound"):
+                 "table-bound", "race"):
         check("ok " + name in out, "test %s did not pass" % name)
     dmesg = r.dmesg.decode(errors="replace")
     for why in ("a trapped write broke a rule", "malformed batch",

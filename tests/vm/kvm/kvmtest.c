@@ -57,14 +57,14 @@ static void layout(struct kt_vm *vm)
 	memcpy(kt_frame(vm, KT_CODE_GFN), guest_code, sizeof(guest_code));
 }
 
-static void long_mode(struct kt_vm *vm)
+static void long_mode(int vcpu_fd)
 {
 	struct kvm_sregs s;
 	struct kvm_segment seg = {
 		.base = 0, .limit = 0xffffffff, .present = 1, .s = 1, .g = 1,
 	};
 
-	T_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
+	T_ASSERT(!ioctl(vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
 	s.cr0 = 0x80050033;		/* PG WP NE ET MP PE */
 	s.cr3 = KT_L4_GFN * KT_PAGE;
 	s.cr4 = 0x20;			/* PAE */
@@ -84,7 +84,7 @@ static void long_mode(struct kt_vm *vm)
 	seg.limit = 0x67;
 	seg.selector = 0x18;
 	s.tr = seg;
-	T_ASSERT(!ioctl(vm->vcpu_fd, KVM_SET_SREGS, &s), "KVM_SET_SREGS");
+	T_ASSERT(!ioctl(vcpu_fd, KVM_SET_SREGS, &s), "KVM_SET_SREGS");
 }
 
 void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
@@ -114,7 +114,23 @@ void kt_vm_create(struct kt_vm *vm, uint64_t mem_size)
 		       vm->vcpu_fd, 0);
 	T_ASSERT(vm->run != MAP_FAILED, "mmap kvm_run");
 	layout(vm);
-	long_mode(vm);
+	long_mode(vm->vcpu_fd);
+}
+
+void kt_vcpu_add(struct kt_vm *vm, struct kt_vcpu *vcpu)
+{
+	vcpu->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, ++vm->extra_vcpus);
+	T_ASSERT(vcpu->fd >= 0, "KVM_CREATE_VCPU %d", vm->extra_vcpus);
+	vcpu->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, vcpu->fd, 0);
+	T_ASSERT(vcpu->run != MAP_FAILED, "mmap kvm_run");
+	long_mode(vcpu->fd);
+}
+
+void kt_vcpu_free(struct kt_vm *vm, struct kt_vcpu *vcpu)
+{
+	munmap(vcpu->run, vm->run_size);
+	close(vcpu->fd);
 }
 
 void kt_vm_new(struct kt_vm *vm, uint64_t mem_size, uint32_t flags)
@@ -260,8 +276,9 @@ static void on_alarm(int sig)
 	(void)sig;
 }
 
-static int run_at(struct kt_vm *vm, uint64_t rip, uint64_t rdi, uint64_t rsi,
-		  int port, uint64_t *rax, unsigned int timeout_s)
+static int run_on(int vcpu_fd, struct kvm_run *run, uint64_t rip,
+		  uint64_t rdi, uint64_t rsi, int port, uint64_t *rax,
+		  unsigned int timeout_s)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };
 	struct itimerval it = { .it_value = { .tv_sec = timeout_s } };
@@ -270,40 +287,54 @@ static int run_at(struct kt_vm *vm, uint64_t rip, uint64_t rdi, uint64_t rsi,
 	int ret;
 
 	/* A dead VM refuses every vCPU ioctl with -EIO. */
-	if (ioctl(vm->vcpu_fd, KVM_SET_REGS, &regs))
+	if (ioctl(vcpu_fd, KVM_SET_REGS, &regs))
 		return -errno;
 	if (timeout_s) {
 		sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART */
 		setitimer(ITIMER_REAL, &it, NULL);
 	}
-	ret = ioctl(vm->vcpu_fd, KVM_RUN, 0);
+	ret = ioctl(vcpu_fd, KVM_RUN, 0);
 	if (timeout_s) {
 		it.it_value.tv_sec = 0;
 		setitimer(ITIMER_REAL, &it, NULL);
 	}
 	if (ret)
 		return -errno;
-	if (vm->run->exit_reason != KVM_EXIT_IO ||
-	    vm->run->io.port != port) {
+	if (run->exit_reason != KVM_EXIT_IO || run->io.port != port) {
 		fprintf(stderr, "kvmtest: unexpected exit %u (port %#x)\n",
-			vm->run->exit_reason, vm->run->io.port);
+			run->exit_reason, run->io.port);
 		return -1;
 	}
 	if (rax) {
-		T_ASSERT(!ioctl(vm->vcpu_fd, KVM_GET_REGS, &regs),
+		T_ASSERT(!ioctl(vcpu_fd, KVM_GET_REGS, &regs),
 			 "KVM_GET_REGS");
 		*rax = regs.rax;
 	}
 	return 0;
 }
 
+static int run_at(struct kt_vm *vm, uint64_t rip, uint64_t rdi, uint64_t rsi,
+		  int port, uint64_t *rax, unsigned int timeout_s)
+{
+	return run_on(vm->vcpu_fd, vm->run, rip, rdi, rsi, port, rax,
+		      timeout_s);
+}
+
+static uint64_t store_rip(int bytes)
+{
+	T_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
+	return kt_kva(KT_CODE_GFN * KT_PAGE) + (bytes == 8 ? 0x00 : 0x10);
+}
+
 int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes)
 {
-	uint64_t code = kt_kva(KT_CODE_GFN * KT_PAGE);
+	return run_at(vm, store_rip(bytes), va, val, PORT_STORE, NULL, 0);
+}
 
-	T_ASSERT(bytes == 8 || bytes == 4, "store of %d bytes", bytes);
-	return run_at(vm, code + (bytes == 8 ? 0x00 : 0x10), va, val,
-		      PORT_STORE, NULL, 0);
+int kt_vcpu_store(struct kt_vcpu *vcpu, uint64_t va, uint64_t val)
+{
+	return run_on(vcpu->fd, vcpu->run, store_rip(8), va, val, PORT_STORE,
+		      NULL, 0);
 }
 
 int kt_guest_store_dt(struct kt_vm *vm, bool idt, uint64_t va,

@@ -47,6 +47,13 @@ struct kt_vm {
 	uint8_t *mem;
 	uint64_t mem_size;
 	uint64_t nr_frames;	/* from the attach */
+	int extra_vcpus;	/* kt_vcpu_add()'s, numbered from 1 */
+};
+
+/* A vCPU beside vCPU 0 (vm->vcpu_fd), in the same long mode. */
+struct kt_vcpu {
+	int fd;
+	struct kvm_run *run;
 };
 
 static inline uint64_t kt_pte(uint64_t gfn, uint64_t flags)
@@ -104,6 +111,14 @@ int kt_guest_load(struct kt_vm *vm, uint64_t va, uint64_t *val,
  */
 int kt_guest_store_dt(struct kt_vm *vm, bool idt, uint64_t va,
 		      uint64_t desc_va);
+
+/*
+ * Another vCPU of vm (kt_vcpu_add), freed before the VM (kt_vcpu_free);
+ * kt_vcpu_store() is kt_guest_store() of 8 bytes on it.
+ */
+void kt_vcpu_add(struct kt_vm *vm, struct kt_vcpu *vcpu);
+void kt_vcpu_free(struct kt_vm *vm, struct kt_vcpu *vcpu);
+int kt_vcpu_store(struct kt_vcpu *vcpu, uint64_t va, uint64_t val);
 
 /* The kernel-half virtual address of a guest-physical address. */
 static inline uint64_t kt_kva(uint64_t gpa)

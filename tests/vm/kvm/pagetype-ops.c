@@ -1073,4 +1073,89 @@ KVMTEST(table_bound)
 	expect_healthy();
 }
 
+/*
+ * Two vCPUs store to the same entry of a pinned L2 at once, one linking
+ * an L1 nobody pinned (validated by reference), the other clearing it.
+ * Each trapped store is written by KVM's emulator first and notified
+ * after, without a lock, so the two notifiers may run in the opposite
+ * order to the stores; the module must take the entry from memory under
+ * its lock, never from the bytes a notifier was handed.  After every
+ * round the module's view must be memory's: the L1 validated with one
+ * reference while the link is there, of no type when it is not (else it
+ * would be untracked while live under the L2).  RACE_ROUNDS rounds.
+ */
+#define RACE_ROUNDS	4000
+
+struct race {
+	struct kt_vcpu vcpu;
+	uint64_t val;
+	pthread_barrier_t *go, *done;
+	int err;
+};
+
+static void *race_store(void *arg)
+{
+	struct race *r = arg;
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		pthread_barrier_wait(r->go);
+		err = kt_vcpu_store(&r->vcpu,
+				    kt_kva(KT_UL2_GFN * KT_PAGE + 8), r->val);
+		if (err && !r->err)
+			r->err = err;
+		pthread_barrier_wait(r->done);
+	}
+	return NULL;
+}
+
+KVMTEST(race)
+{
+	uint64_t link = kt_pte(T_FRAME, KT_RW);
+	pthread_barrier_t go, done;
+	struct race r[2] = {
+		{ .val = link, .go = &go, .done = &done },
+		{ .val = 0, .go = &go, .done = &done },
+	};
+	unsigned int i, linked = 0;
+	pthread_t t[2];
+	struct kt_vm vm;
+	uint64_t entry;
+
+	new_vm(&vm, 4 << 20, KVM_PAGETYPE_ATTACH_KERNEL_HALF);
+	kt_pin_user_tables(&vm);
+	T_EQ(pthread_barrier_init(&go, NULL, 3), 0);
+	T_EQ(pthread_barrier_init(&done, NULL, 3), 0);
+	for (i = 0; i < 2; i++) {
+		kt_vcpu_add(&vm, &r[i].vcpu);
+		T_EQ(pthread_create(&t[i], NULL, race_store, &r[i]), 0);
+	}
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		pthread_barrier_wait(&go);
+		pthread_barrier_wait(&done);
+		T_ASSERT(!r[0].err && !r[1].err, "round %u: stores %d, %d", i,
+			 r[0].err, r[1].err);
+		entry = kt_frame(&vm, KT_UL2_GFN)[1];
+		T_ASSERT(entry == link || entry == 0, "round %u: entry %#llx",
+			 i, (unsigned long long)entry);
+		T_ASSERT(kt_query(&vm, T_FRAME) ==
+			 (entry ? word(1, VALID, 1) : 0),
+			 "round %u: the L1 is %#x with the link %s memory", i,
+			 kt_query(&vm, T_FRAME), entry ? "in" : "not in");
+		linked += !!entry;
+	}
+	for (i = 0; i < 2; i++) {
+		T_EQ(pthread_join(t[i], NULL), 0);
+		kt_vcpu_free(&vm, &r[i].vcpu);
+	}
+	pthread_barrier_destroy(&go);
+	pthread_barrier_destroy(&done);
+	kt_vm_destroy(&vm);
+	expect_healthy();
+	printf("race: %u rounds, the module's view was memory's after each; "
+	       "the link stayed in %u, the clear in %u\n", RACE_ROUNDS, linked,
+	       RACE_ROUNDS - linked);
+}
+
 KVMTEST_MAIN(NULL)
