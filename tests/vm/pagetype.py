@@ -5,7 +5,13 @@ then kvm_pagetype.ko, and runs KVM-selftests-style programs from
 tests/vm/kvm/ that create their own VMs: no level-2 kernel boots.  One CPU,
 as the nested limits in docs/testing.md ask."""
 
-from vmtest import NESTED_CPU, Guest, builddir, check, guest_sh
+import os
+import re
+import shutil
+import tempfile
+from vmtest import (NESTED_CPU, Guest, Kernel, boot, builddir, check,
+                    guest_sh)
+from dkms import dkms_build
 
 # What the pagetype device asks of every vCPU: none of the features
 # through which KVM writes guest memory unseen by kvm_pagetype.ko, and KVM
@@ -83,3 +89,61 @@ def check_ops(r):
     print("global after the run: " + ", ".join(
         "%s %s" % (k, stats[k]) for k in ("batches", "validations",
                                           "writes", "violations", "kills")))
+
+
+# The random tester's length: a few thousand steps under TCG, short
+# enough for the suite; docs/testing.md has a longer run's figures.
+FUZZ_SECONDS = 90
+
+
+def fuzz_script(seed, secs):
+    """pagetype-fuzz from @seed for @secs, then the module unloaded (nothing
+    holds it) and loaded again."""
+    return """
+pagetype-fuzz %s %d
+rmmod kvm_pagetype
+insmod /lib/modules/extra/kvm_pagetype.ko
+""" % (seed, secs)
+
+
+def check_fuzz(out):
+    """What a run of fuzz_script() must show in @out, level 1's output:
+    steps made and the module's view memory's after each.  Returns the
+    summary line."""
+    m = re.search(r"pagetype-fuzz: (\d+) steps, (\d+) ops .*kills: "
+                  r"(\d+) write, (\d+) batch", out)
+    check(m and int(m[1]) > 0, "no summary:\n" + out)
+    check("view was memory's after every step" in out, out)
+    return m[0]
+
+
+def set_on_612(npt, timeout):
+    """The pagetype programs (pagetype-npt, OPS_SCRIPT, fuzz_script()) in
+    a level 1 booted on the 6.12 of bookworm-backports with kvm_amd
+    npt=<npt>, against kvm_pagetype.ko built there by DKMS; each must pass
+    (pagetype-kernel-612.py, pagetype-kernel-612-npt0.py).  @timeout
+    bounds the level 1."""
+    kernel = Kernel(os.environ["SIVSHM_KERNEL_BACKPORTS"])
+    check(kernel.kver.startswith("6.12."), "not a 6.12 kernel: " + kernel.kver)
+    tmp = tempfile.mkdtemp(prefix="dkms-")
+    built = dkms_build("kvm-pagetype", "dkms-source-pagetype",
+                       "kvm_pagetype", tmp, kernel=kernel)
+    script = """
+uname -r
+test "$(cat /sys/module/kvm_amd/parameters/npt)" = %s
+pagetype-npt runs
+""" % "NY"[npt] + OPS_SCRIPT + fuzz_script(1, FUZZ_SECONDS)
+    r = boot(host("pagetype-612-npt%d" % npt, script,
+                  programs=["pagetype-npt", "pagetype-ops", "pagetype-fuzz"],
+                  collect=["/tmp/global"], module_path=built, kernel=kernel,
+                  npt=npt), timeout=timeout)
+    shutil.rmtree(tmp)
+    check(r.outcome == "pass", r.describe() + "\n" + r.text())
+    out = r.text()
+    check(kernel.kver in out, "level 1 did not run " + kernel.kver)
+    check("tracked: the load completed" in out,
+          "the load through tracked tables did not complete")
+    check_ops(r)
+    print(check_fuzz(out))
+    print("on %s with kvm_amd npt=%d: pagetype-npt, pagetype-ops and "
+          "pagetype-fuzz pass" % (kernel.kver, npt))
