@@ -7,10 +7,10 @@
  *
  *   pagetype-npt loops|runs
  *
- * First, as a control, a guest load through fresh tables runs while
- * nothing is tracked; then the same load through the same fresh tables,
- * pinned (tracked), must end as the test named says within 10 s, with
- * the value in memory.  Its operand is at page offset 0x800, that of the
+ * First, as a control, a guest load runs in a new VM while nothing is
+ * tracked; then the same load in another new VM, its tables pinned
+ * (tracked), must end as the test named says within 10 s, with the value
+ * in memory.  Its operand is at page offset 0x800, that of the
  * kernel half's L4 entry, whose accessed bit the code fetch's walk sets
  * first: an emulator that took the walk's fault address for the
  * operand's (6.12 at npt=1, without kvm_pagetype's fix) reads the L4.
