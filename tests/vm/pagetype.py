@@ -121,7 +121,8 @@ def set_on_612(npt, timeout):
     """The pagetype programs (pagetype-npt, OPS_SCRIPT, fuzz_script()) in
     a level 1 booted on the 6.12 of bookworm-backports with kvm_amd
     npt=<npt>, against kvm_pagetype.ko built there by DKMS; each must pass
-    (pagetype-kernel-612.py, pagetype-kernel-612-npt0.py).  @timeout
+    (pagetype-kernel-612.py, pagetype-kernel-612-npt0.py), pagetype-npt
+    naming what 6.12 does (emulates at npt=1, runs at npt=0).  @timeout
     bounds the level 1."""
     kernel = Kernel(os.environ["SIVSHM_KERNEL_BACKPORTS"])
     check(kernel.kver.startswith("6.12."), "not a 6.12 kernel: " + kernel.kver)
@@ -131,8 +132,9 @@ def set_on_612(npt, timeout):
     script = """
 uname -r
 test "$(cat /sys/module/kvm_amd/parameters/npt)" = %s
-pagetype-npt runs
-""" % "NY"[npt] + OPS_SCRIPT + fuzz_script(1, FUZZ_SECONDS)
+pagetype-npt %s
+""" % ("NY"[npt], ("runs", "emulates")[npt]) + OPS_SCRIPT + fuzz_script(
+        1, FUZZ_SECONDS)
     r = boot(host("pagetype-612-npt%d" % npt, script,
                   programs=["pagetype-npt", "pagetype-ops", "pagetype-fuzz"],
                   collect=["/tmp/global"], module_path=built, kernel=kernel,
@@ -143,6 +145,9 @@ pagetype-npt runs
     check(kernel.kver in out, "level 1 did not run " + kernel.kver)
     check("tracked: the load completed" in out,
           "the load through tracked tables did not complete")
+    sse = ("tracked: PSHUFB completed",
+           "tracked: PSHUFB went to the emulator, which failed")[npt]
+    check(sse in out, "not seen: " + sse)
     check_ops(r)
     print(check_fuzz(out))
     print("on %s with kvm_amd npt=%d: pagetype-npt, pagetype-ops and "

@@ -20,6 +20,7 @@
  *   0x20: mov rax, [rdi]; out 0x11, al; hlt
  *   0x30: lgdt [rsi]; sgdt [rdi]; out 0x10, al; hlt
  *   0x40: lidt [rsi]; sidt [rdi]; out 0x10, al; hlt
+ *   0x50: pshufb xmm0, [rdi]; out 0x11, al; hlt
  */
 static const uint8_t guest_code[] = {
 	[0x00] = 0x48, 0x89, 0x37, 0xe6, PORT_STORE, 0xf4,
@@ -27,6 +28,7 @@ static const uint8_t guest_code[] = {
 	[0x20] = 0x48, 0x8b, 0x07, 0xe6, PORT_LOAD, 0xf4,
 	[0x30] = 0x0f, 0x01, 0x16, 0x0f, 0x01, 0x07, 0xe6, PORT_STORE, 0xf4,
 	[0x40] = 0x0f, 0x01, 0x1e, 0x0f, 0x01, 0x0f, 0xe6, PORT_STORE, 0xf4,
+	[0x50] = 0x66, 0x0f, 0x38, 0x00, 0x07, 0xe6, PORT_LOAD, 0xf4,
 };
 
 uint64_t *kt_frame(struct kt_vm *vm, uint64_t gfn)
@@ -67,7 +69,7 @@ static void long_mode(int vcpu_fd)
 	T_ASSERT(!ioctl(vcpu_fd, KVM_GET_SREGS, &s), "KVM_GET_SREGS");
 	s.cr0 = 0x80050033;		/* PG WP NE ET MP PE */
 	s.cr3 = KT_L4_GFN * KT_PAGE;
-	s.cr4 = 0x20;			/* PAE */
+	s.cr4 = 0x220;			/* OSFXSR (SSE) PAE */
 	s.efer = 0xd00;			/* NXE LMA LME */
 	seg.type = 11;			/* code: execute, read, accessed */
 	seg.l = 1;
@@ -349,6 +351,12 @@ int kt_guest_load(struct kt_vm *vm, uint64_t va, uint64_t *val,
 {
 	return run_at(vm, kt_kva(KT_CODE_GFN * KT_PAGE) + 0x20, va, 0,
 		      PORT_LOAD, val, timeout_s);
+}
+
+int kt_guest_sse_load(struct kt_vm *vm, uint64_t va, unsigned int timeout_s)
+{
+	return run_at(vm, kt_kva(KT_CODE_GFN * KT_PAGE) + 0x50, va, 0,
+		      PORT_LOAD, NULL, timeout_s);
 }
 
 void kt_pin_user_tables(struct kt_vm *vm)

@@ -105,6 +105,12 @@ int kt_guest_store(struct kt_vm *vm, uint64_t va, uint64_t val, int bytes);
 int kt_guest_load(struct kt_vm *vm, uint64_t va, uint64_t *val,
 		  unsigned int timeout_s);
 /*
+ * PSHUFB xmm0, [va] (16 bytes, aligned): an SSE load that KVM's
+ * instruction emulator does not implement (its 0f 38 map holds MOVBE
+ * alone).  On -1 vm->run says how KVM_RUN ended.
+ */
+int kt_guest_sse_load(struct kt_vm *vm, uint64_t va, unsigned int timeout_s);
+/*
  * Load the GDTR (the IDTR with idt) from the 10 bytes at desc_va, then
  * store it at va with SGDT (SIDT): a store the instruction emulator makes
  * through its write_std, which no page-track notifier sees.

@@ -1,21 +1,25 @@
 // SPDX-License-Identifier: MIT
 /*
- * The platform fact the design rests on: a guest whose page-table frames
- * are write-tracked runs under kvm_amd npt=0 (shadow paging), and loops
- * under npt=1 on Linux 6.1: a nested page walk through a tracked frame is
- * an NPT write fault that 6.1 retries forever.
+ * The platform facts the design rests on (docs/pagetype.md, "The
+ * platform"): what a guest does when its page-table frames are
+ * write-tracked and the processor's page walk must set an accessed bit
+ * in one of them.
  *
- *   pagetype-npt loops|runs
+ *   pagetype-npt loops|emulates|runs
  *
- * First, as a control, a guest load runs in a new VM while nothing is
- * tracked; then the same load in another new VM, its tables pinned
- * (tracked), must end as the test named says within 10 s, with the value
- * in memory.  Its operand is at page offset 0x800, that of the
- * kernel half's L4 entry, whose accessed bit the code fetch's walk sets
- * first: an emulator that took the walk's fault address for the
- * operand's (6.12 at npt=1, without kvm_pagetype's fix) reads the L4.
- * The caller names the outcome its platform should show: neither runs
- * unnamed.
+ * loops: kvm_amd npt=1 on Linux 6.1, which retries the walk's nested
+ * page fault for ever.  emulates: npt=1 on 6.12, which emulates the
+ * instruction: a load completes, an instruction KVM's emulator lacks
+ * (PSHUFB) ends KVM_RUN with an emulation error.  runs: npt=0 (shadow
+ * paging, KVM's walker sets the bit), where both complete.
+ *
+ * Each instruction first runs, as a control, in a new VM while nothing is
+ * tracked; then in another new VM, its tables pinned (tracked), within
+ * 10 s.  The operand is at page offset 0x800, that of the kernel half's
+ * L4 entry, whose accessed bit the code fetch's walk sets first: an
+ * emulator that took the walk's fault address for the operand's (6.12 at
+ * npt=1, without kvm_pagetype's fix) reads the L4.  The caller names the
+ * outcome its platform should show.
  */
 #include "kvmtest.h"
 
@@ -24,8 +28,13 @@
 #define DATA_OFF 0x800		/* KT_L4_GFN's entry 256 */
 #define MARK 0x1122334455667788ULL
 
-/* A load from DATA_GFN, at DATA_OFF, in a new VM: its tables untouched. */
-static int load(bool tracked, uint64_t *val)
+enum outcome { LOOPS, EMULATES, RUNS };
+
+/*
+ * The load (or, with sse, PSHUFB) from DATA_GFN at DATA_OFF in a new VM,
+ * its tables untouched by any walk; KVM_RUN's exit reason at *exit.
+ */
+static int run(bool tracked, bool sse, uint64_t *val, uint32_t *exit)
 {
 	struct kt_vm vm;
 	int ret;
@@ -36,41 +45,80 @@ static int load(bool tracked, uint64_t *val)
 	if (tracked)
 		kt_pin_user_tables(&vm);
 	*val = 0;
-	ret = kt_guest_load(&vm, DATA_GFN * KT_PAGE + DATA_OFF, val,
-			    TIMEOUT_S);
+	if (sse)
+		ret = kt_guest_sse_load(&vm, DATA_GFN * KT_PAGE + DATA_OFF,
+					TIMEOUT_S);
+	else
+		ret = kt_guest_load(&vm, DATA_GFN * KT_PAGE + DATA_OFF, val,
+				    TIMEOUT_S);
+	*exit = vm.run->exit_reason;
+	if (*exit == KVM_EXIT_INTERNAL_ERROR)
+		printf("KVM_EXIT_INTERNAL_ERROR, suberror %u\n",
+		       vm.run->internal.suberror);
+	T_ASSERT(*exit != KVM_EXIT_INTERNAL_ERROR ||
+		 vm.run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION,
+		 "an internal error other than emulation's");
 	kt_vm_destroy(&vm);
 	return ret;
 }
 
-static void load_through_tracked_tables(bool expect_loop)
+static void load(enum outcome expect)
 {
 	uint64_t val;
+	uint32_t exit;
 	int ret;
 
-	T_EQ(load(false, &val), 0);
+	T_EQ(run(false, false, &val, &exit), 0);
 	T_EQ(val, MARK);
 	printf("untracked: the load completed\n");
 
-	ret = load(true, &val);
+	ret = run(true, false, &val, &exit);
 	if (ret == -EINTR) {
 		printf("tracked: no exit in %d s (the vCPU loops)\n", TIMEOUT_S);
-		T_ASSERT(expect_loop, "the guest looped, expected it to run");
-	} else {
-		T_EQ(ret, 0);
-		T_EQ(val, MARK);
-		printf("tracked: the load completed\n");
-		T_ASSERT(!expect_loop, "the guest ran, expected it to loop");
+		T_ASSERT(expect == LOOPS, "the guest looped");
+		return;
 	}
+	T_EQ(ret, 0);
+	T_EQ(val, MARK);
+	printf("tracked: the load completed\n");
+	T_ASSERT(expect != LOOPS, "the guest ran, expected it to loop");
+}
+
+static void sse_load(enum outcome expect)
+{
+	uint64_t val;
+	uint32_t exit;
+	int ret;
+
+	T_EQ(run(false, true, &val, &exit), 0);
+	printf("untracked: PSHUFB completed\n");
+
+	ret = run(true, true, &val, &exit);
+	if (ret == -1 && exit == KVM_EXIT_INTERNAL_ERROR) {
+		printf("tracked: PSHUFB went to the emulator, which failed\n");
+		T_ASSERT(expect == EMULATES, "PSHUFB was emulated");
+		return;
+	}
+	T_EQ(ret, 0);
+	printf("tracked: PSHUFB completed\n");
+	T_ASSERT(expect == RUNS, "PSHUFB ran, expected the emulator to fail");
 }
 
 KVMTEST_NAMED(loops)
 {
-	load_through_tracked_tables(true);
+	load(LOOPS);
+}
+
+KVMTEST_NAMED(emulates)
+{
+	load(EMULATES);
+	sse_load(EMULATES);
 }
 
 KVMTEST_NAMED(runs)
 {
-	load_through_tracked_tables(false);
+	load(RUNS);
+	sse_load(RUNS);
 }
 
 KVMTEST_MAIN(NULL)
