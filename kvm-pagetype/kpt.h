@@ -61,9 +61,11 @@ int kpt_dma_release(struct kpt_vm *vm, struct pci_dev *pdev, const char *why);
 void kpt_dma_region_gone(struct kpt_vm *vm, u64 gfn, u64 npages);
 
 /*
- * kpt_track.c: the engine's track hook, and the page-track notifier in
- * the shape kpt_compat.h adapts.
+ * kpt_track.c: the engine's track hook, the page-track notifier in the
+ * shape kpt_compat.h adapts, and the emulation of faults under TDP.
  */
+int kpt_track_init(void);
+void kpt_track_exit(void);
 int kpt_track(void *priv, u64 gfn, bool on);
 void kpt_track_write(struct kvm_vcpu *vcpu, gpa_t gpa, const u8 *new,
 		     int bytes, struct kvm_page_track_notifier_node *node);

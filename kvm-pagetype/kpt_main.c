@@ -646,14 +646,20 @@ static int __init kpt_init(void)
 	for (i = 0; i < ARRAY_SIZE(kpt_kill_rs); i++)
 		ratelimit_state_init(&kpt_kill_rs[i], DEFAULT_RATELIMIT_INTERVAL,
 				     DEFAULT_RATELIMIT_BURST);
-	ret = kpt_unseen_init();
+	ret = kpt_track_init();
 	if (ret)
 		return ret;
+	ret = kpt_unseen_init();
+	if (ret) {
+		kpt_track_exit();
+		return ret;
+	}
 	kpt_debugfs_init();
 	ret = misc_register(&kpt_misc);
 	if (ret) {
 		kpt_debugfs_exit();
 		kpt_unseen_exit();
+		kpt_track_exit();
 		return ret;
 	}
 	pr_info("ABI %d, /dev/%s\n", KVM_PAGETYPE_ABI_VERSION, kpt_misc.name);
@@ -666,6 +672,7 @@ static void __exit kpt_exit(void)
 	misc_deregister(&kpt_misc);
 	kpt_debugfs_exit();
 	kpt_unseen_exit();
+	kpt_track_exit();
 }
 
 module_init(kpt_init);

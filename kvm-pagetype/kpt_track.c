@@ -3,10 +3,12 @@
  * Write tracking: the engine's track hook write-protects a pinned table
  * through KVM's page tracking, and KVM's notifier hands each trapped
  * write to the engine, or rings the doorbell page.  A memslot that goes
- * takes its tracking with it.
+ * takes its tracking with it.  Under TDP, a fault on a tracked frame is
+ * emulated with the instruction's own addresses (kpt_tdp_emulate()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/kprobes.h>
 #include <linux/kvm_host.h>
 #include <linux/mm.h>
 #include <linux/string.h>
@@ -210,4 +212,53 @@ void kpt_region_gone(struct kvm_page_track_notifier_node *node, u64 gfn,
 	if (pt_engine_has_table(&vm->engine, gfn, npages))
 		kpt_kill(vm, KVM_PAGETYPE_KILL_MEMSLOT, gfn << PAGE_SHIFT, 0);
 	kpt_dma_region_gone(vm, gfn, npages);
+}
+
+/*
+ * Under TDP (kvm_amd npt=1) a guest access that meets a tracked frame is
+ * a nested page fault that KVM emulates (kvm_mmu_page_fault()); so is
+ * every page walk through a tracked table, the processor walking the
+ * guest's tables with write access.  With EMULTYPE_PF the emulator takes
+ * the fault's GPA as the address of any memory operand at the same page
+ * offset, instead of translating the operand.  That holds when the
+ * operand made the fault, not when the walk did: the GPA is then the
+ * table entry's.  6.1 never emulates a walk's fault (it retries it for
+ * ever, docs/pagetype.md); 6.12 does, and a store whose operand shares
+ * the entry's page offset lands in the table, a load reads the table.
+ * So for a fault on a tracked frame under TDP, EMULTYPE_PF goes, and with
+ * it EMULTYPE_ALLOW_RETRY_PF (allowed with it only; under TDP there is no
+ * shadow page to unprotect): the emulator translates every operand
+ * through the guest's tables itself.  The accessed and dirty bits it sets
+ * there never matter to the rules.
+ */
+static int kpt_tdp_emulate(struct kprobe *p, struct pt_regs *regs)
+{
+	/* x86_emulate_instruction(vcpu, cr2_or_gpa, emulation_type, ...) */
+	struct kvm_vcpu *vcpu = (struct kvm_vcpu *)regs->di;
+	int type = regs->dx;
+
+	if ((type & EMULTYPE_PF) && vcpu->arch.mmu->root_role.direct &&
+	    kpt_tracked_any(vcpu->kvm, regs->si, 1))
+		regs->dx = type & ~(EMULTYPE_PF | EMULTYPE_ALLOW_RETRY_PF);
+	return 0;
+}
+
+static struct kprobe kpt_tdp_probe = {
+	.symbol_name = "x86_emulate_instruction",
+	.pre_handler = kpt_tdp_emulate,
+};
+
+int kpt_track_init(void)
+{
+	int ret = register_kprobe(&kpt_tdp_probe);
+
+	if (ret)
+		pr_err("cannot probe KVM's emulation of TDP faults (%d)\n",
+		       ret);
+	return ret;
+}
+
+void kpt_track_exit(void)
+{
+	unregister_kprobe(&kpt_tdp_probe);
 }
