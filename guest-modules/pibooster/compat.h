@@ -27,7 +27,7 @@
 #include <linux/slab.h>
 #include <linux/version.h>
 
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#if KERNEL_VERSION(6, 12, 0) <= LINUX_VERSION_CODE
 
 static inline bool pib_pte_ctor(struct page *page)
 {
