@@ -18,6 +18,7 @@
 #include <linux/shrinker.h>
 #include <linux/slab.h>
 
+#include "compat.h"
 #include "pibooster.h"
 
 /*
@@ -83,7 +84,7 @@ static unsigned long pib_level_limit(struct pib_level *l)
  * The descriptor of @page for @l's list_lru, or NULL: not to be cached.
  * A charged frame's descriptor is allocated in its cgroup's name
  * (set_active_memcg()) from the lru-aware allocator, which gives the lru
- * that cgroup's list first: list_lru_add() then files the descriptor
+ * that cgroup's list first: pib_list_lru_add() then files the descriptor
  * where pib_pop() of a task in that cgroup looks.  GFP_NOWAIT: a cgroup
  * at its limit, or a kernel short of memory, caches nothing more (the
  * frame goes back, its charge with it), and a push never enters reclaim,
@@ -138,14 +139,14 @@ bool pib_push(int level, struct page *page)
 		return false;
 	}
 	c->page = page;
-	INIT_LIST_HEAD(&c->lru);	/* list_lru_add() takes an unlisted item */
+	INIT_LIST_HEAD(&c->lru);	/* the lru add takes an unlisted item */
 	spin_lock(&l->lock);
 	ok = pib_cache_on &&
 	     atomic_long_read(&l->count) < pib_level_limit(l);
 	if (ok) {
 		WRITE_ONCE(pib_state[pfn], PIB_S_CACHED | PIB_S_SEMI | level);
 		atomic_long_inc(&l->count);
-		list_lru_add(&l->lru, &c->lru);
+		pib_list_lru_add(&l->lru, &c->lru);
 	}
 	spin_unlock(&l->lock);
 	if (!ok)
@@ -574,12 +575,7 @@ static unsigned long pib_shrink_scan(struct shrinker *s,
 	return freed ?: SHRINK_STOP;
 }
 
-static struct shrinker pib_shrinker = {
-	.count_objects = pib_shrink_count,
-	.scan_objects = pib_shrink_scan,
-	.seeks = DEFAULT_SEEKS,
-	.flags = SHRINKER_NUMA_AWARE | SHRINKER_MEMCG_AWARE,
-};
+static struct shrinker *pib_shrinker;
 
 static void pib_cache_free(int lrus)
 {
@@ -596,22 +592,28 @@ int pib_cache_init(void)
 
 	pib_shrink_batch = kmalloc(sizeof(*pib_shrink_batch), GFP_KERNEL);
 	pib_cached_cache = KMEM_CACHE(pib_cached, 0);
-	if (!pib_shrink_batch || !pib_cached_cache) {
+	pib_shrinker = pib_shrinker_alloc(SHRINKER_NUMA_AWARE |
+					  SHRINKER_MEMCG_AWARE, "pibooster");
+	if (!pib_shrink_batch || !pib_cached_cache || !pib_shrinker) {
+		pib_shrinker_free(pib_shrinker);
 		pib_cache_free(0);
 		return -ENOMEM;
 	}
-	/* registering gives the shrinker the id the lrus are tied to */
-	ret = register_shrinker(&pib_shrinker, "pibooster");
+	pib_shrinker->count_objects = pib_shrink_count;
+	pib_shrinker->scan_objects = pib_shrink_scan;
+	/* the lrus are tied to the shrinker's memcg id: 6.1 gives it here */
+	ret = pib_shrinker_register(pib_shrinker);
 	if (ret) {
+		pib_shrinker_free(pib_shrinker);
 		pib_cache_free(0);
 		return ret;
 	}
 	for (i = 0; i < PIB_LEVELS; i++) {
 		spin_lock_init(&pib_levels[i].lock);
 		pib_levels[i].limit = ULONG_MAX;
-		ret = list_lru_init_memcg(&pib_levels[i].lru, &pib_shrinker);
+		ret = list_lru_init_memcg(&pib_levels[i].lru, pib_shrinker);
 		if (ret) {
-			unregister_shrinker(&pib_shrinker);
+			pib_shrinker_free(pib_shrinker);
 			pib_cache_free(i);
 			return ret;
 		}
@@ -624,7 +626,7 @@ int pib_cache_init(void)
 /* The shrinker off, then the cache: every cached frame goes back. */
 void pib_cache_exit(void)
 {
-	unregister_shrinker(&pib_shrinker);
+	pib_shrinker_free(pib_shrinker);
 	pib_set_cache(false);
 	pib_cache_free(PIB_LEVELS);
 }

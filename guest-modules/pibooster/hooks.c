@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pibooster's livepatch: 6.1's page-table functions with the cache in
- * them.  A table comes from pib_table_alloc() (the cache or the page
+ * pibooster's livepatch: the kernel's page-table functions (6.1's and
+ * 6.12's: the same code but for compat.h's constructors) with the cache
+ * in them.  A table comes from pib_table_alloc() (the cache or the page
  * allocator, pinned) and a freed one goes to pib_table_freeing() (the
  * reaper takes it back).  The klp_func table at the end names what each
  * hook replaces.
@@ -15,6 +16,7 @@
 #include <asm/paravirt.h>
 #include <asm/pgalloc.h>
 
+#include "compat.h"
 #include "pibooster.h"
 
 /*
@@ -32,7 +34,7 @@ static pgtable_t pib_pte_alloc_one(struct mm_struct *mm)
 
 	if (!page)
 		return NULL;
-	if (!pgtable_pte_page_ctor(page)) {
+	if (!pib_pte_ctor(page)) {
 		pib_table_abandon(page, 1);
 		return NULL;
 	}
@@ -46,7 +48,7 @@ static pmd_t *pib_pmd_alloc_one(struct mm_struct *mm)
 
 	if (!page)
 		return NULL;
-	if (!pgtable_pmd_page_ctor(page)) {
+	if (!pib_pmd_ctor(page)) {
 		pib_table_abandon(page, 2);
 		return NULL;
 	}
@@ -70,7 +72,7 @@ static int pib___pmd_alloc(struct mm_struct *mm, pud_t *pud,
 	}
 	spin_unlock(ptl);
 	if (new) {	/* another thread populated it */
-		pgtable_pmd_page_dtor(virt_to_page(new));
+		pib_pmd_dtor(virt_to_page(new));
 		pib_table_abandon(virt_to_page(new), 2);
 	}
 	return 0;
@@ -88,6 +90,7 @@ static int pib___pud_alloc(struct mm_struct *mm, p4d_t *p4d,
 		srcu_read_unlock(&pib_early_srcu, idx);
 		return -ENOMEM;
 	}
+	pib_pud_ctor(page);
 	if (READ_ONCE(pib_roots) && mm != pib_init_mm)
 		pib_root_pin(mm);
 	new = page_address(page);
@@ -100,14 +103,16 @@ static int pib___pud_alloc(struct mm_struct *mm, p4d_t *p4d,
 	}
 	spin_unlock(&mm->page_table_lock);
 	srcu_read_unlock(&pib_early_srcu, idx);
-	if (new)
+	if (new) {	/* another thread populated it */
+		pib_pud_dtor(page);
 		pib_table_abandon(page, 3);
+	}
 	return 0;
 }
 
 static void pib___pte_free_tlb(struct mmu_gather *tlb, struct page *pte)
 {
-	pgtable_pte_page_dtor(pte);
+	pib_pte_dtor(pte);
 	paravirt_release_pte(page_to_pfn(pte));
 	pib_table_freeing(pte);
 	paravirt_tlb_remove_table(tlb, pte);
@@ -118,7 +123,7 @@ static void pib___pmd_free_tlb(struct mmu_gather *tlb, pmd_t *pmd)
 	struct page *page = virt_to_page(pmd);
 
 	paravirt_release_pmd(__pa(pmd) >> PAGE_SHIFT);
-	pgtable_pmd_page_dtor(page);
+	pib_pmd_dtor(page);
 	pib_table_freeing(page);
 	paravirt_tlb_remove_table(tlb, page);
 }
@@ -128,6 +133,7 @@ static void pib___pud_free_tlb(struct mmu_gather *tlb, pud_t *pud)
 	struct page *page = virt_to_page(pud);
 
 	paravirt_release_pud(__pa(pud) >> PAGE_SHIFT);
+	pib_pud_dtor(page);
 	pib_table_freeing(page);
 	paravirt_tlb_remove_table(tlb, page);
 	/* Its entry in the root is cleared: was it the root's last? */

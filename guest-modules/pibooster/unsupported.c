@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pibooster built for a kernel other than 6.1 (Kbuild picks this file):
- * the hooks are 6.1's page-table functions with the cache in them, and
- * their bodies follow that kernel (ptdesc, the shrinker API and where the
- * table destructor runs all changed after it).  The module says so and
- * does not load.
+ * pibooster built for a kernel other than 6.1 or 6.12 (Kbuild picks this
+ * file): the hooks are those kernels' page-table functions with the cache
+ * in them, and their bodies follow them (compat.h says what differs
+ * between the two; another kernel may differ in more).  The module says
+ * so and does not load.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -13,7 +13,7 @@
 
 static int __init pib_init(void)
 {
-	pr_err("the hooks are Linux 6.1's page-table functions: not for %s\n",
+	pr_err("the hooks are Linux 6.1's and 6.12's page-table functions: not for %s\n",
 	       init_utsname()->release);
 	return -EOPNOTSUPP;
 }

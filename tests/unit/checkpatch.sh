@@ -27,7 +27,10 @@ if [ ! -e "$dir/.complete" ]; then
 	touch "$dir/.complete"
 fi
 
+# guest-modules/backports is a build directory (make
+# guest-modules-backports), its sources copies.
 files=$(cd "$top" && find tests/vm/modules guest-modules kvm-pagetype \
+	-path guest-modules/backports -prune -o \
 	\( -name '*.c' -o -name '*.h' \) -print 2>/dev/null | grep -v '\.mod\.c$' | sort)
 [ -n "$files" ] || { echo "no module sources found"; exit 1; }
 

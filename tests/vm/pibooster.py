@@ -2,12 +2,45 @@
 the module's sysfs and the livepatch life cycle, and the checks of what
 comes back."""
 
+import os
 import re
-from vmtest import (Guest, boot, builddir, check, guest_sh, nested,
+import runpy
+from vmtest import (Guest, Kernel, boot, builddir, check, guest_sh, nested,
                     nested_result)
 
 KO = ("guest-modules", "pibooster", "pibooster.ko")
+# The module built for bookworm-backports' kernel (make
+# guest-modules-backports).
+KO_BACKPORTS = ("guest-modules", "backports", "pibooster", "pibooster.ko")
 STORM = ("tests", "vm", "guest", "pt-storm")
+
+# The kernel the module's guest runs (level 2 in a nested test) and the
+# module built for it: the fetched default kernel (Kernel()), or the one
+# on_kernel() names.
+_kernel = None
+_ko = KO
+
+
+def on_kernel(test, env, ko, kver_prefix):
+    """Run the test tests/vm/tests/@test.py with the module's guest (level 2
+    of a nested test; level 1 keeps the default kernel, for which
+    kvm_pagetype.ko is built) on the fetched kernel in $@env, whose release
+    must start with @kver_prefix, and the module @ko (a builddir path)
+    built for it.  The test's checks are its own."""
+    global _kernel, _ko
+    _kernel = Kernel(os.environ[env])
+    check(_kernel.kver.startswith(kver_prefix),
+          "not a %s kernel: %s" % (kver_prefix, _kernel.kver))
+    _ko = ko
+    print("%s with the module's guest on %s" % (test, _kernel.kver),
+          flush=True)
+    runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "tests", test + ".py"), run_name="__main__")
+
+
+def on_6_12(test):
+    """on_kernel() with bookworm-backports' 6.12 (Debian 13's series)."""
+    on_kernel(test, "SIVSHM_KERNEL_BACKPORTS", KO_BACKPORTS, "6.12.")
 
 # Shell functions the guest scripts share (meminfo, st, pause, settle, mem,
 # pib_load, pib_unload, storm2, stats): a guest script sources it first.
@@ -17,9 +50,9 @@ HELPERS = guest_sh("pibooster.sh")
 def guest(name, script, memory=512, programs=(), **kw):
     """A plain guest (2 vCPUs) with pibooster.ko, pt-storm and @programs,
     running @script with HELPERS."""
-    return Guest(name, script, shell_libs=[HELPERS], modules=[builddir(*KO)],
+    return Guest(name, script, shell_libs=[HELPERS], modules=[builddir(*_ko)],
                  programs=[builddir(*STORM)] + list(programs),
-                 memory=memory, smp=2, **kw)
+                 memory=memory, smp=2, kernel=_kernel, **kw)
 
 
 def stats(text, tag=None):
@@ -147,9 +180,11 @@ def run_nested(name, l2_script, l1_script, qemu_args, l2_programs=(),
     kvm_amd npt=0 and kvm_pagetype.ko running @l1_script; a level 1 that
     dies or hangs is tried again twice.  Both must pass; returns their
     Results (level 1, level 2)."""
-    l2 = Guest(name, l2_script, shell_libs=[HELPERS], modules=[builddir(*KO)],
+    l2 = Guest(name, l2_script, shell_libs=[HELPERS],
+               modules=[builddir(*_ko)],
                programs=[builddir(*STORM)] + list(l2_programs),
-               memory=256, smp=1, qemu_args=qemu_args, cmdline=l2_cmdline)
+               memory=256, smp=1, qemu_args=qemu_args, cmdline=l2_cmdline,
+               kernel=_kernel)
     if callable(l2_files):
         l2_files = l2_files(l2.kernel)
     l2.files.update(l2_files or {})
