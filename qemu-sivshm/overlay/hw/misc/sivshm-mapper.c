@@ -12,7 +12,7 @@
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qapi/error.h"
-#include "sysemu/sysemu.h"
+#include "overlay-compat.h"
 
 #include "sivshm-lib/cred.h"
 #include "sivshm-lib/mapper.h"
