@@ -17,10 +17,12 @@
 /*
  * The headers the devices use that 10.0 moved: include/sysemu/ became
  * include/system/ (and sysemu.h system.h), the QObject types left
- * include/qapi/qmp/ for include/qobject/.  10.0's kvm_int.h (KVMState,
- * for the VM's fd) compiles only per target, as pagetype.c does.
+ * include/qapi/qmp/ for include/qobject/, PCIDevice left hw/pci/pci.h for
+ * hw/pci/pci_device.h.  10.0's kvm_int.h (KVMState, for the VM's fd)
+ * compiles only per target, as pagetype.c does.
  */
 #if QEMU_VERSION_MAJOR >= 10
+#include "hw/pci/pci_device.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
 #include "system/kvm.h"
@@ -30,6 +32,7 @@
 #include "system/reset.h"
 #include "system/system.h"
 #else
+#include "hw/pci/pci.h"
 #include "qapi/qmp/qdict.h"
 #include "qapi/qmp/qlist.h"
 #include "sysemu/kvm.h"
