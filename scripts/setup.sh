@@ -38,8 +38,8 @@ ENTRY
 }
 
 # 'apt-get source qemu' needs a deb-src entry for bookworm (QEMU 7.2) and
-# one for trixie (Debian 13's QEMU 10.0, the one our QEMU is built from
-# by default; sources only, nothing of trixie is installed).
+# one for trixie (Debian 13's QEMU 10.0; sources only, nothing of trixie
+# is installed).
 add_suites deb-src "bookworm bookworm-updates" \
 	/etc/apt/sources.list.d/sivshm-kvm-src.sources
 add_suites deb-src "trixie trixie-updates" \
