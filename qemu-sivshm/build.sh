@@ -1,8 +1,16 @@
 #!/bin/sh
-# Build this project's QEMU: Debian 12's QEMU source ('apt-get source qemu',
-# Debian's patches applied), with qemu-sivshm/overlay/ copied over it and
-# qemu-sivshm/patches/*.patch applied in order, configured as a minimal
-# x86_64-softmmu with only the devices of overlay/.../sivshm.mak.
+# Build this project's QEMU from Debian's QEMU source ('apt-get source
+# qemu', Debian's patches applied), with qemu-sivshm/overlay/ copied over
+# it and the patches of that QEMU version applied in order, configured as a
+# minimal x86_64-softmmu with only the devices of overlay/.../sivshm.mak.
+#
+# Two QEMU versions are built, each from the newest Debian source of its
+# upstream release:
+#   10.0  Debian 13's (deb-src trixie, which scripts/setup.sh adds)
+#   7.2   Debian 12's (deb-src bookworm)
+# One overlay serves both; what differs between their APIs is in
+# overlay/hw/misc/overlay-compat.h, behind QEMU_VERSION_MAJOR.  The patches
+# to QEMU's own files differ by tree: patches/<version>/ (patches/README).
 #
 # overlay/ is the one home of our QEMU code: both devices (sivshm,
 # pagetype) and their specs.  The sivshm device compiles libsivshm/protocol/
@@ -14,8 +22,10 @@
 #
 # The result is cached outside the clone, under
 #   $SIVSHM_CACHE/qemu/<hash>/bin
-# where <hash> covers the source version, the overlay, the patches, the
-# shared libsivshm sources and this script (which holds the configure line).
+# where <hash> covers the source version, the overlay, that version's
+# patches, the shared libsivshm sources and this script (which holds the
+# configure line): the two versions are two cache entries, and a patch to
+# one leaves the other's build cached.
 # A directory is used only once its .complete marker exists, so an
 # interrupted build is redone, never reused.  SIVSHM_REBUILD=1 ignores the
 # cache.
@@ -25,7 +35,9 @@
 # rebuilds it with ninja after copying the overlay again; files removed
 # from the overlay stay in that tree.  The default is always a clean build.
 #
-# Usage: build.sh [OUTLINK]   (OUTLINK: a symlink to point at the result)
+# Usage: build.sh VERSION [OUTLINK]
+#   VERSION  10.0 or 7.2 (a directory of patches/)
+#   OUTLINK  a symlink to point at the result
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,15 +46,25 @@ top=$(dirname "$here")
 # Absolute: the lists below are used from $top.
 case $cache in /*) ;; *) cache=$(pwd)/$cache ;; esac
 jobs=${JOBS:-$(nproc)}
-outlink=${1:-}
 
 die() { echo "qemu-sivshm: $*" >&2; exit 1; }
 
+# The releases built here: the directories of patches/.
+releases=$(cd "$here/patches" && for d in */; do printf "%s " "${d%/}"; done)
+release=${1:-}
+outlink=${2:-}
+case " $releases" in
+*" $release "*) [ -n "$release" ] ;;
+*) false ;;
+esac || die "usage: build.sh VERSION [OUTLINK], VERSION one of: $releases"
+
 command -v apt-get >/dev/null || die "apt-get not found (Debian 12 is required)"
+# The newest source of that release: 1:7.2+dfsg-..., 1:10.0.13+ds-...
+release_re=$(echo "$release" | sed 's/\./\\./g')
 version=$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' |
-	sort -V | tail -n 1)
+	grep -E "^([0-9]+:)?${release_re}[.+~]" | sort -V | tail -n 1)
 [ -n "$version" ] ||
-	die "no source package for qemu: run scripts/setup.sh (adds the deb-src line)"
+	die "no source package for QEMU $release: run scripts/setup.sh (adds the deb-src lines)"
 
 # The sivshm device compiles libsivshm's protocol folder, all of its
 # sources (an in-tree build leaves objects beside them) and the list of
@@ -71,7 +93,7 @@ key() {
 }
 
 # shellcheck disable=SC2086 # the lists split into words on purpose
-hash=$(cd "$top" && key qemu-sivshm/overlay qemu-sivshm/patches \
+hash=$(cd "$top" && key qemu-sivshm/overlay "qemu-sivshm/patches/$release" \
 	$lib_shared $pagetype_shared)
 out=$cache/qemu/$hash
 
@@ -98,7 +120,7 @@ else
 	echo "qemu-sivshm: building QEMU $version into $out"
 	rm -rf "$out"
 	if [ -n "${SIVSHM_QEMU_INCREMENTAL:-}" ]; then
-		work=$cache/qemu/tree-$(cd "$top" && key qemu-sivshm/patches)
+		work=$cache/qemu/tree-$(cd "$top" && key "qemu-sivshm/patches/$release")
 	else
 		work=$cache/qemu/work-$hash
 		rm -rf "$work"
@@ -114,7 +136,7 @@ else
 		[ -d "$src" ] || die "apt-get source left no qemu-* directory in $work"
 
 		overlay "$src"
-		for p in "$here"/patches/*.patch; do
+		for p in "$here/patches/$release"/*.patch; do
 			[ -e "$p" ] || continue
 			echo "qemu-sivshm: applying $(basename "$p")"
 			patch -d "$src" -p1 --forward --quiet <"$p" ||
@@ -123,8 +145,13 @@ else
 
 		mkdir -p "$src/build"
 		# Debian's firmware (seabios, qemu-system-data) is found without
-		# -L: libvirt runs QEMU with no -L of its own.
-		(cd "$src/build" && ../configure \
+		# -L: libvirt runs QEMU with no -L of its own.  PYTHON: QEMU
+		# 10.0's configure looks for meson among Debian's python3's
+		# packages (Debian's source carries no meson of its own), which
+		# another python3 earlier on PATH does not see.  (7.2 takes no
+		# --python without a meson of its own: the variable is honoured
+		# by both.)
+		(cd "$src/build" && PYTHON=/usr/bin/python3 ../configure \
 			--prefix=/nonexistent \
 			--firmwarepath=/usr/share/qemu:/usr/share/seabios \
 			--target-list=x86_64-softmmu \

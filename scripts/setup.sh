@@ -15,7 +15,7 @@ if [ "${VERSION_CODENAME:-}" != bookworm ]; then
 	exit 1
 fi
 
-# Two apt entries this project needs beside Debian 12's defaults.  Debian 12
+# Three apt entries this project needs beside Debian 12's defaults.  Debian 12
 # ships either a deb822 debian.sources or a one-line sources.list; add our
 # own files rather than edit either, on the mirror those use.
 mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
@@ -37,12 +37,17 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 ENTRY
 }
 
-# 'apt-get source qemu' needs a deb-src entry for bookworm.
+# 'apt-get source qemu' needs a deb-src entry for bookworm (QEMU 7.2) and
+# one for trixie (Debian 13's QEMU 10.0; sources only, nothing of trixie
+# is installed).
 add_suites deb-src "bookworm bookworm-updates" \
 	/etc/apt/sources.list.d/sivshm-kvm-src.sources
+add_suites deb-src "trixie trixie-updates" \
+	/etc/apt/sources.list.d/sivshm-kvm-src-trixie.sources
 # The 6.12 kernel the modules must also build and load on (Debian 12 users
-# get it from bookworm-backports; Debian 13 ships it).  apt pins that suite
-# low by itself: nothing is upgraded to it.
+# get it from bookworm-backports; Debian 13 ships it), and the meson QEMU
+# 10.0 needs (1.5 or later; bookworm has 1.0).  apt pins that suite low by
+# itself: nothing is upgraded to it but what is named below.
 add_suites deb bookworm-backports \
 	/etc/apt/sources.list.d/sivshm-kvm-backports.sources
 
@@ -52,9 +57,12 @@ apt-get update -q
 # build: the autotools top level, user space and the kernel modules
 pkgs="build-essential autoconf automake libtool pkg-config dpkg-dev git
 	bc libelf-dev xz-utils zstd"
-# our QEMU (a minimal x86_64-softmmu build from Debian's source)
-pkgs="$pkgs ninja-build meson python3 libglib2.0-dev libpixman-1-dev
-	zlib1g-dev libfdt-dev"
+# our QEMU (a minimal x86_64-softmmu build from Debian's source).  QEMU
+# 10.0's configure runs meson in a venv of python3 (python3-venv: its
+# ensurepip), and wants meson 1.5 or later: bookworm-backports'; QEMU 7.2
+# builds with that one too.
+pkgs="$pkgs ninja-build meson/bookworm-backports python3 python3-venv
+	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev"
 # unit tests: the fuzz harnesses (libFuzzer) and sanitizer builds
 pkgs="$pkgs clang libclang-rt-14-dev"
 # the VM test harness: initramfs, guest firmware, in-tree module handling;

@@ -8,8 +8,12 @@ channels, QEMU command lines) in <builddir>/tests/logs/<name>/.
 
 The last line printed is "N passed, N failed, N skipped".
 
-Usage: runtests.py [--builddir DIR] [--tier unit|vm]... [--preflight] [TEST...]
+Usage: runtests.py [--builddir DIR] [--tier unit|vm]... [--preflight]
+                   [--other-qemu RELEASE=BINARY] [TEST...]
 A TEST is a path or a name (module-load, tests/vm/tests/module-load.py).
+--other-qemu runs the device tests (DEVICE_TESTS) among those selected a
+second time, on that QEMU, after all the others; they are named
+NAME@qemu-RELEASE, in the summary and in tests/logs/.
 --preflight checks that the tests named exist and can run here (the VM
 tier needs root), without running any: make check asks it before it
 builds QEMU and fetches the kernel.
@@ -37,6 +41,16 @@ TIERS = {
     "unit": (["unit/*"], 120),
     "vm": (["vm/tests/*.py"], 600),
 }
+
+
+# The tests of our QEMU's own devices, the ones --other-qemu runs again on
+# the other QEMU release: the sivshm device's slices, doorbells, registers
+# and realize/unplug paths, its irqfd routes under KVM, and the pagetype
+# device's realize checks and batches in a level-1 QEMU.
+DEVICE_TESTS = (
+    "sivshm-isolation", "sivshm-interrupts", "sivshm-bar-fuzz",
+    "sivshm-device-add", "sivshm-irqfd", "pagetype-l2",
+)
 
 
 # What the VM tier does that only root may: the reason runtests.py refuses
@@ -91,12 +105,22 @@ def probe_accel(builddir):
     return "kvm" if r.outcome == "pass" else "tcg"
 
 
+def qemu_version(binary):
+    """The Debian source version qemu-sivshm/build.sh wrote beside it."""
+    try:
+        with open(os.path.join(os.path.dirname(binary), "..",
+                               "VERSION")) as f:
+            return f.read().strip()
+    except OSError:
+        return binary
+
+
 def name_of(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def run_one(tier, path, timeout, logroot, env):
-    name = name_of(path)
+def run_one(tier, path, timeout, logroot, env, suffix=""):
+    name = name_of(path) + suffix
     logdir = os.path.join(logroot, name)
     logfile = os.path.join(logroot, name + ".log")
     hold = bool(os.environ.get("SIVSHM_VM_HOLD"))
@@ -151,6 +175,7 @@ def main():
     ap.add_argument("--builddir", default=os.getcwd())
     ap.add_argument("--tier", action="append", choices=sorted(TIERS))
     ap.add_argument("--preflight", action="store_true")
+    ap.add_argument("--other-qemu", metavar="RELEASE=BINARY")
     ap.add_argument("tests", nargs="*")
     args = ap.parse_args()
     builddir = os.path.abspath(args.builddir)
@@ -165,6 +190,13 @@ def main():
             print("no such test: %s" % ", ".join(sorted(missing)))
             print("0 passed, %d failed" % len(missing))
             return 1
+    again = []
+    if args.other_qemu:
+        release, sep, other_qemu = args.other_qemu.partition("=")
+        if not sep or not release or not other_qemu:
+            ap.error("--other-qemu wants RELEASE=BINARY")
+        again = [t for t in tests
+                 if t[0] == "vm" and name_of(t[1]) in DEVICE_TESTS]
     why = can_run(tests)
     if why:
         print("runtests.py: %s" % why, file=sys.stderr)
@@ -186,7 +218,8 @@ def main():
     os.environ.update(env)
     if any(t[0] == "vm" for t in tests):
         env["SIVSHM_ACCEL"] = probe_accel(builddir)
-        print("VM tests run under %s" % env["SIVSHM_ACCEL"].upper(),
+        print("VM tests run under %s, on QEMU %s"
+              % (env["SIVSHM_ACCEL"].upper(), qemu_version(env["SIVSHM_QEMU"])),
               flush=True)
 
     logroot = os.path.join(builddir, "tests", "logs")
@@ -194,6 +227,13 @@ def main():
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     for tier, path, timeout in tests:
         counts[run_one(tier, path, timeout, logroot, env)] += 1
+    if again:
+        print("The device tests again, on QEMU %s"
+              % qemu_version(other_qemu), flush=True)
+        env = dict(env, SIVSHM_QEMU=other_qemu)
+        for tier, path, timeout in again:
+            counts[run_one(tier, path, timeout, logroot, env,
+                           "@qemu-" + release)] += 1
     print("%d passed, %d failed, %d skipped"
           % (counts["PASS"], counts["FAIL"], counts["SKIP"]), flush=True)
     return 1 if counts["FAIL"] or not tests else 0

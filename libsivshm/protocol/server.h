@@ -69,7 +69,8 @@ struct proto_server {
 	int (*adopt_slot)(void *opaque, uint32_t id, int fd);
 	uint64_t given;			/* bit j: slot j went to a reducer */
 	/* Every refusal and drop is logged with its reason. */
-	void (*log)(void *opaque, const char *fmt, va_list ap);
+	void (*log)(void *opaque, const char *fmt, va_list ap)
+		__attribute__((format(printf, 2, 0)));
 	void *opaque;
 };
 

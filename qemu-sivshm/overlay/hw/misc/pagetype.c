@@ -21,18 +21,13 @@
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
-#include "qapi/qmp/qdict.h"
-#include "qapi/qmp/qlist.h"
 #include "hw/core/cpu.h"
 #include "hw/pci/pci.h"
 #include "hw/qdev-properties.h"
-#include "migration/blocker.h"
 #include "qom/object.h"
 #include "qom/qom-qobject.h"
-#include "sysemu/kvm.h"
-#include "sysemu/kvm_int.h"
-#include "sysemu/reset.h"
 #include "trace.h"
+#include "overlay-compat.h"
 
 #include "pagetype-lib/kvm_pagetype.h"
 #include "pagetype-lib/pagetype-regs.h"
@@ -361,11 +356,7 @@ static void pagetype_teardown(PagetypeState *s)
         qemu_unregister_reset(pagetype_system_reset, s);
         s->reset_registered = false;
     }
-    if (s->migration_blocker) {
-        migrate_del_blocker(s->migration_blocker);
-        error_free(s->migration_blocker);
-        s->migration_blocker = NULL;
-    }
+    compat_migrate_del_blocker(&s->migration_blocker);
     if (s->fd >= 0) {
         close(s->fd);           /* detaches our VM */
         s->fd = -1;
@@ -417,9 +408,7 @@ static void pagetype_realize(PCIDevice *pdev, Error **errp)
     }
     error_setg(&s->migration_blocker, "pagetype: the page types of this "
                "VM live in the host module and are not migrated");
-    if (migrate_add_blocker(s->migration_blocker, errp) < 0) {
-        error_free(s->migration_blocker);
-        s->migration_blocker = NULL;
+    if (compat_migrate_add_blocker(&s->migration_blocker, errp) < 0) {
         goto err;
     }
 
@@ -478,11 +467,10 @@ static void pagetype_bus_reset(DeviceState *dev)
     s->done = 0;
 }
 
-static Property pagetype_properties[] = {
+static const Property pagetype_properties[] = {
     DEFINE_PROP_STRING("path", PagetypeState, path),
     DEFINE_PROP_BOOL("kernel-half", PagetypeState, kernel_half, true),
     DEFINE_PROP_STRING("dma-device", PagetypeState, dma_device),
-    DEFINE_PROP_END_OF_LIST(),
 };
 
 static void pagetype_instance_init(Object *obj)
@@ -504,8 +492,9 @@ static void pagetype_class_init(ObjectClass *klass, void *data)
     k->device_id = PAGETYPE_PCI_DEVICE_ID;
     k->class_id = PCI_CLASS_OTHERS;
     k->revision = 1;
-    device_class_set_props(dc, pagetype_properties);
-    dc->reset = pagetype_bus_reset;
+    device_class_set_props_n(dc, pagetype_properties,
+                             ARRAY_SIZE(pagetype_properties));
+    device_class_set_legacy_reset(dc, pagetype_bus_reset);
     /*
      * Neither plugged nor ejected at run time: an eject (which a guest
      * can ask through ACPI) would drop every table under a running

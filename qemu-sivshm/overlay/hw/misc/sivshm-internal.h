@@ -13,8 +13,8 @@
 #include "qemu/event_notifier.h"
 #include "qemu/notify.h"
 #include "qemu/timer.h"
-#include "hw/pci/pci.h"
 #include "qom/object.h"
+#include "overlay-compat.h"
 
 #include "sivshm-lib/client.h"
 #include "sivshm-lib/region.h"

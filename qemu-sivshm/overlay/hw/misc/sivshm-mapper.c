@@ -12,7 +12,7 @@
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qapi/error.h"
-#include "sysemu/sysemu.h"
+#include "overlay-compat.h"
 
 #include "sivshm-lib/cred.h"
 #include "sivshm-lib/mapper.h"
@@ -128,7 +128,8 @@ static void sivshm_peer_changed(void *opaque, uint32_t id, int connected)
     sivshm_peer_event(s);
 }
 
-static void sivshm_server_log(void *opaque, const char *fmt, va_list ap)
+static void G_GNUC_PRINTF(2, 0) sivshm_server_log(void *opaque,
+                                                  const char *fmt, va_list ap)
 {
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
 

@@ -27,9 +27,8 @@
 #include "hw/pci/msi.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
-#include "sysemu/kvm.h"
-#include "migration/blocker.h"
 #include "trace.h"
+#include "overlay-compat.h"
 
 #include "sivshm-lib/sivshm-regs.h"
 #include "sivshm-internal.h"
@@ -387,11 +386,7 @@ static void sivshm_teardown(SivshmState *s)
     } else {
         sivshm_reducer_teardown(s);
     }
-    if (s->migration_blocker) {
-        migrate_del_blocker(s->migration_blocker);
-        error_free(s->migration_blocker);
-        s->migration_blocker = NULL;
-    }
+    compat_migrate_del_blocker(&s->migration_blocker);
 }
 
 static void sivshm_realize(PCIDevice *pdev, Error **errp)
@@ -416,9 +411,7 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
     /* Like ivshmem: the peers' memory and eventfds do not travel. */
     error_setg(&s->migration_blocker, "sivshm: the shared region and the "
                "peers' eventfds belong to this host and cannot be migrated");
-    if (migrate_add_blocker(s->migration_blocker, errp) < 0) {
-        error_free(s->migration_blocker);
-        s->migration_blocker = NULL;
+    if (compat_migrate_add_blocker(&s->migration_blocker, errp) < 0) {
         return;
     }
 
@@ -470,7 +463,7 @@ static void sivshm_reset(DeviceState *dev)
     s->intr_status = 0;
 }
 
-static Property sivshm_properties[] = {
+static const Property sivshm_properties[] = {
     DEFINE_PROP_STRING("shm", SivshmState, shm_id),
     DEFINE_PROP_STRING("socket", SivshmState, socket_path),
     DEFINE_PROP_UINT32("vm-id", SivshmState, id, 0),
@@ -483,7 +476,6 @@ static Property sivshm_properties[] = {
     DEFINE_PROP_UINT32("timeout", SivshmState, timeout_ms, 10000),
     DEFINE_PROP_STRING("creds", SivshmState, creds),
     DEFINE_PROP_STRING("mapper-cred", SivshmState, mapper_cred),
-    DEFINE_PROP_END_OF_LIST(),
 };
 
 static void sivshm_class_init(ObjectClass *klass, void *data)
@@ -498,8 +490,9 @@ static void sivshm_class_init(ObjectClass *klass, void *data)
     k->device_id = SIVSHM_PCI_DEVICE_ID;
     k->class_id = PCI_CLASS_MEMORY_RAM;
     k->revision = 1;
-    device_class_set_props(dc, sivshm_properties);
-    dc->reset = sivshm_reset;
+    device_class_set_props_n(dc, sivshm_properties,
+                             ARRAY_SIZE(sivshm_properties));
+    device_class_set_legacy_reset(dc, sivshm_reset);
     dc->desc = "Secure sliced inter-VM shared memory";
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
