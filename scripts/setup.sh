@@ -1,7 +1,8 @@
 #!/bin/sh
-# Install, as root on Debian 12, every package the project needs to build,
-# test and benchmark.  Safe to run again: apt-get only adds what is missing
-# and the deb-src entry is written once.
+# Install, as root on Debian 12 (bookworm) or Debian 13 (trixie), every
+# package the project needs to build, test and benchmark.  Safe to run
+# again: apt-get only adds what is missing and each apt entry is written
+# once.
 set -eu
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -10,14 +11,18 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 . /etc/os-release
-if [ "${VERSION_CODENAME:-}" != bookworm ]; then
-	echo "setup.sh: written for Debian 12 (bookworm), this is ${PRETTY_NAME:-unknown}" >&2
+release=${VERSION_CODENAME:-}
+case $release in
+bookworm | trixie) ;;
+*)
+	echo "setup.sh: written for Debian 12 (bookworm) and 13 (trixie), this is ${PRETTY_NAME:-unknown}" >&2
 	exit 1
-fi
+	;;
+esac
 
-# Three apt entries this project needs beside Debian 12's defaults.  Debian 12
-# ships either a deb822 debian.sources or a one-line sources.list; add our
-# own files rather than edit either, on the mirror those use.
+# The apt entries this project needs beside the release's defaults.  Both
+# releases ship either a deb822 debian.sources or a one-line sources.list;
+# add our own files rather than edit either, on the mirror those use.
 mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources \
 	2>/dev/null | head -n 1)
 [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' \
@@ -37,38 +42,48 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 ENTRY
 }
 
-# 'apt-get source qemu' needs a deb-src entry for bookworm (QEMU 7.2) and
-# one for trixie (Debian 13's QEMU 10.0; sources only, nothing of trixie
-# is installed).
-add_suites deb-src "bookworm bookworm-updates" \
+# 'apt-get source qemu' needs a deb-src entry for the release: our QEMU is
+# built from its QEMU source (qemu-sivshm/build.sh).  Debian 12 gets
+# trixie's as well, for the second QEMU it can build (10.0; sources only,
+# nothing of trixie is installed).
+add_suites deb-src "$release $release-updates" \
 	/etc/apt/sources.list.d/sivshm-kvm-src.sources
-add_suites deb-src "trixie trixie-updates" \
-	/etc/apt/sources.list.d/sivshm-kvm-src-trixie.sources
-# The 6.12 kernel the modules must also build and load on (Debian 12 users
-# get it from bookworm-backports; Debian 13 ships it), and the meson QEMU
-# 10.0 needs (1.5 or later; bookworm has 1.0).  apt pins that suite low by
+if [ "$release" = bookworm ]; then
+	add_suites deb-src "trixie trixie-updates" \
+		/etc/apt/sources.list.d/sivshm-kvm-src-trixie.sources
+fi
+# On Debian 12, bookworm-backports: the 6.12 kernel the modules must also
+# build and load on (Debian 13 ships it), and the meson QEMU 10.0 needs
+# (1.5 or later; bookworm has 1.0, trixie 1.7).  apt pins that suite low by
 # itself: nothing is upgraded to it but what is named below.
-add_suites deb bookworm-backports \
-	/etc/apt/sources.list.d/sivshm-kvm-backports.sources
+meson=meson
+if [ "$release" = bookworm ]; then
+	add_suites deb bookworm-backports \
+		/etc/apt/sources.list.d/sivshm-kvm-backports.sources
+	meson=meson/bookworm-backports
+fi
 
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 
+# The package names are the same on both releases: the unversioned ones
+# (clang, libclang-rt-dev, linux-source) follow each release's version.
 # build: the autotools top level, user space and the kernel modules
 pkgs="build-essential autoconf automake libtool pkg-config dpkg-dev git
 	bc libelf-dev xz-utils zstd"
 # our QEMU (a minimal x86_64-softmmu build from Debian's source).  QEMU
 # 10.0's configure runs meson in a venv of python3 (python3-venv: its
-# ensurepip), and wants meson 1.5 or later: bookworm-backports'; QEMU 7.2
+# ensurepip), and wants meson 1.5 or later (see $meson above); QEMU 7.2
 # builds with that one too.
-pkgs="$pkgs ninja-build meson/bookworm-backports python3 python3-venv
+pkgs="$pkgs ninja-build $meson python3 python3-venv
 	libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev"
 # unit tests: the fuzz harnesses (libFuzzer) and sanitizer builds
-pkgs="$pkgs clang libclang-rt-14-dev"
+pkgs="$pkgs clang libclang-rt-dev"
 # the VM test harness: initramfs, guest firmware, in-tree module handling;
-# linux-source for checkpatch.pl; shellcheck for the shell guests run
+# linux-source (6.1 on Debian 12, 6.12 on 13) for checkpatch.pl; and the
+# checker of the shell the guests run, shellcheck
 pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms openssl
-	linux-source-6.1 shellcheck"
+	linux-source shellcheck"
 # modules for the 6.12 kernel: its kbuild adds BTF to every module (pahole)
 pkgs="$pkgs dwarves"
 # make bench's plot of pibooster's flush rate
