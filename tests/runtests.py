@@ -8,7 +8,7 @@ channels, QEMU command lines) in <builddir>/tests/logs/<name>/.
 
 The last line printed is "N passed, N failed, N skipped".
 
-Usage: runtests.py [--builddir DIR] [--tier unit|vm]... [--preflight]
+Usage: runtests.py [--builddir DIR] [--tier unit|vm|slow]... [--preflight]
                    [--other-qemu RELEASE=BINARY] [TEST...]
 A TEST is a path or a name (module-load, tests/vm/tests/module-load.py).
 --other-qemu runs the device tests (DEVICE_TESTS) among those selected a
@@ -40,7 +40,12 @@ TIERS = {
     # tier: (glob under tests/ in the source tree or the build tree, timeout)
     "unit": (["unit/*"], 120),
     "vm": (["vm/tests/*.py"], 600),
+    # VM tests that repeat, on another kernel, paths the vm tier covers
+    # already: make check-slow, outside make check's time (docs/testing.md).
+    "slow": (["vm/slow/*.py"], 600),
 }
+# What runs when no tier is named.
+DEFAULT_TIERS = ["unit", "vm"]
 
 
 # The tests of our QEMU's own devices, the ones --other-qemu runs again on
@@ -68,7 +73,7 @@ TCG."""
 
 def can_run(tests):
     """None if the selected tests can run as this user, else why not."""
-    if os.geteuid() != 0 and any(t[0] == "vm" for t in tests):
+    if os.geteuid() != 0 and any(t[0] != "unit" for t in tests):
         return ("the VM tier needs root, and this is uid %d:\n%s"
                 % (os.geteuid(), ROOT_NEEDS))
     return None
@@ -179,7 +184,8 @@ def main():
     ap.add_argument("tests", nargs="*")
     args = ap.parse_args()
     builddir = os.path.abspath(args.builddir)
-    tiers = args.tier or ["unit", "vm"]
+    # A test named is found in any tier.
+    tiers = args.tier or (list(TIERS) if args.tests else DEFAULT_TIERS)
 
     tests = discover(builddir, tiers)
     if args.tests:
@@ -196,7 +202,7 @@ def main():
         if not sep or not release or not other_qemu:
             ap.error("--other-qemu wants RELEASE=BINARY")
         again = [t for t in tests
-                 if t[0] == "vm" and name_of(t[1]) in DEVICE_TESTS]
+                 if t[0] != "unit" and name_of(t[1]) in DEVICE_TESTS]
     why = can_run(tests)
     if why:
         print("runtests.py: %s" % why, file=sys.stderr)
@@ -216,7 +222,7 @@ def main():
     env.setdefault("SIVSHM_KERNEL_BACKPORTS", os.path.join(
         builddir, "tests", "vm", "kernel-backports"))
     os.environ.update(env)
-    if any(t[0] == "vm" for t in tests):
+    if any(t[0] != "unit" for t in tests):
         env["SIVSHM_ACCEL"] = probe_accel(builddir)
         print("VM tests run under %s, on QEMU %s"
               % (env["SIVSHM_ACCEL"].upper(), qemu_version(env["SIVSHM_QEMU"])),
