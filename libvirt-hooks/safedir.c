@@ -20,11 +20,11 @@
 
 #define DIR_FLAGS	(O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
-/* Open the first @upto bytes of absolute @path, component by component. */
-static int walk(const char *path, size_t upto)
+/* Open the first @len bytes of absolute @path, component by component. */
+static int walk(const char *path, size_t len)
 {
 	char comp[NAME_MAX + 1];
-	const char *p = path, *end = path + upto;
+	const char *p = path, *end = path + len;
 	int fd, next;
 
 	fd = open("/", DIR_FLAGS);
