@@ -26,6 +26,9 @@
  * touch N more 2 MiB spans, each its own PTE table (up to 4096), and -S
  * seconds makes it hold them that long, then check them again, before it
  * lets go; it prints "pt-storm: holding M MiB" when it starts to hold.
+ * SIGTERM ends a run after the child in progress, with the same last
+ * line: a storm bounded by -s can be stopped once what it ran beside is
+ * done.
  *
  * -H MiB is memory pressure instead: touch that much anonymous memory,
  * page by page, and exit 0 (or be killed by the OOM killer).  With -R N
@@ -38,6 +41,7 @@
  * intact".
  */
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -227,8 +231,17 @@ static int victim(long seconds)
 	return 0;
 }
 
+static volatile sig_atomic_t stopping;
+
+static void stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
 int main(int argc, char **argv)
 {
+	struct sigaction sa = { .sa_handler = stop, .sa_flags = SA_RESTART };
 	const char *mode = "fork";
 	long iterations = 100, seconds = 0, i, failures = 0, hog_mib = 0;
 	long refuse = 0;
@@ -286,8 +299,10 @@ int main(int argc, char **argv)
 		for (off = 0; off < PARENT_SIZE; off += 4096)
 			parent_mem[off] = pattern(off, 0);
 	}
+	T_ASSERT(!sigaction(SIGTERM, &sa, NULL), "sigaction");
 	end = time(NULL) + seconds;
-	for (i = 0; seconds ? time(NULL) < end : i < iterations; i++) {
+	for (i = 0; !stopping && (seconds ? time(NULL) < end : i < iterations);
+	     i++) {
 		int status;
 		pid_t pid = fork();
 

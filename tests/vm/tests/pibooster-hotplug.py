@@ -77,7 +77,7 @@ def test():
          "-chardev", "pipe,id=mon,path=/tmp/mon",
          "-mon", "chardev=mon,mode=readline"] + ACK_PORT,
         l2_collect=["/tmp/host", "/tmp/host-loaded", "/tmp/host-stormed",
-                    "/tmp/mon.out"], timeout=190, l2_timeout=150)
+                    "/tmp/mon.out"])
     text = r2.text()
     check("backend host doorbell" in text, "not the host backend: " + text)
     check("pt-storm: touched %d MiB" % HOG_MIB in text,

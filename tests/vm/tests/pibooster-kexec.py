@@ -61,8 +61,7 @@ def test():
         pagetype_device() + ACK_PORT,
         l2_programs=[builddir("tests", "vm", "guest", "pt-kexec")],
         l2_files=lambda kernel: {"/boot/vmlinuz": kernel.vmlinuz},
-        l2_collect=["/tmp/host", "/tmp/host-unloaded"], l2_cmdline="no5lvl", timeout=190,
-        l2_timeout=160)
+        l2_collect=["/tmp/host", "/tmp/host-unloaded"], l2_cmdline="no5lvl")
     text = r2.text()
     check("== second kernel" in text, "the second kernel did not run the "
           "test: " + text)

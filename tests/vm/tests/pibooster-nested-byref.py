@@ -79,7 +79,7 @@ def test():
         pagetype_device() + ACK_PORT,
         l2_programs=[builddir("tests", "vm", "guest", "pt-before")],
         l2_collect=["/tmp/host-" + c for c in CHECKPOINTS],
-        l2_cmdline="no5lvl", timeout=190, l2_timeout=150)
+        l2_cmdline="no5lvl")
     text = r2.text()
     check("backend host doorbell" in text, "not the host backend: " + text)
     check("pin roots" in text, "the module is not in pin=roots mode")
