@@ -108,8 +108,9 @@ echo "pressure cached $big free $free reclaimable $(meminfo SReclaimable)"
 # KiB a frame): with no swap and the caches dropped, reclaim has little
 # else to take (the other reclaimable slab, printed above), so it goes
 # down the priorities to where the shrinker's share of a scan is whole
-# batches, and need not kill.  Half the cache was not always enough: 6.12
-# found what it needed elsewhere and never called the shrinker.
+# batches, and need not kill.  MemFree leaves out the per-CPU free lists,
+# which 6.12 sizes itself: with half the cache over it, 6.12 once met the
+# hog without calling the shrinker.
 pt-storm -H $((free / 1024 + big * 4 * 3 / 4 / 1024 - 4))
 pause 1.5
 read small <$P/cached
