@@ -66,6 +66,7 @@ ROOT_NEEDS = """\
   - sivshm-cred runs reducer QEMUs as another user (setpriv to nobody);
   - libvirt-domains starts its own libvirtd, installs its hook in
     /etc/libvirt/hooks and sets /dev/kvm's group and mode;
+    libvirt-domains-11 does the same chrooted in a Debian 13 root;
   - dkms-build, dkms-pagetype, sivshm-kernel-612 and pagetype-kernel-612
     install DKMS packages in /usr/src and build them in /var/lib/dkms.
 Run it as root (sudo make check), or run the host tier alone: make

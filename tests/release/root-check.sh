@@ -17,8 +17,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$(dirname "$0")/root.sh"
 
 start=$(date +%s)
-root_make "$suite" "$suite" \
-	'/bin/sh /tmp/setup.sh && apt-get clean' "$top/scripts/setup.sh"
+root_setup "$suite"
 
 root_overlay
 # The clone: HEAD of this tree, as a fresh machine's user would have it.

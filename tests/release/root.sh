@@ -8,21 +8,32 @@
 # in the fresh root as /tmp/prep.sh).  It is cached in
 #	$SIVSHM_CACHE/root/<NAME>-<hash>/
 # <hash> covering the suite, the mirror, debootstrap's version, this file,
-# PREP and the INPUT files (copied into the root's /tmp before PREP runs);
+# PREP and the INPUT files' names and contents (they are copied into the
+# root's /tmp before PREP runs), not where they are: every clone of the
+# tree finds the same root;
 # a root is used only once its .complete marker exists, SIVSHM_REBUILD=1
 # makes it again, and making one removes NAME's older ones.
 #
+# root_setup SUITE: root_make of the root the README's first steps make:
+# debootstrap, then scripts/setup.sh (every package the project builds,
+# tests and benchmarks with, libvirt's daemons among them).  One root per
+# suite, shared by root-check.sh and root-run.sh.
+#
 # root_run BINDS CMD...: CMD chrooted in an overlay of $root_lower (see
-# root_overlay), thrown away when the script ends; BINDS is a space-separated list of directories
-# mounted at the same path inside (none may hold a space).  The root's own
-# $SIVSHM_CACHE (/var/cache/sivshm-kvm inside it) is <NAME>-cache/ beside
-# it, apart from this machine's: what it holds is built against the root's
-# libraries.
+# root_overlay), thrown away when the script ends; BINDS holds one
+# directory a line (a path may hold spaces), each mounted at the same path
+# inside.  The root's own $SIVSHM_CACHE (/var/cache/sivshm-kvm inside it)
+# is <NAME>-cache/ beside it, apart from this machine's: what it holds is
+# built against the root's libraries.  A bind of /var/cache/sivshm-kvm
+# itself (this machine's cache) hides it.
 #
 # Every mount (the overlay, /proc, /sys, /dev, the binds) is made in a
 # mount and PID namespace of the command's own, which the kernel undoes
 # when the namespace's first process exits, whichever way it exits, killing
-# every process left in the root with it.
+# every process left in the root with it.  That first process is a shell
+# that waits for CMD: as the namespace's init it reaps the processes a
+# daemon there leaves to it (libvirtd's QEMUs, which libvirt watches until
+# they are gone).
 
 if [ "${1:-}" = --inside ]; then
 	set -eu
@@ -40,20 +51,25 @@ if [ "${1:-}" = --inside ]; then
 	mount -t tmpfs -o mode=0755 tmpfs "$root/run"
 	mkdir -p "$root/var/cache/sivshm-kvm"
 	mount --bind "$rc_cache" "$root/var/cache/sivshm-kvm"
-	for d in $rc_binds; do
+	printf '%s\n' "$rc_binds" | while IFS= read -r d; do
+		[ -n "$d" ] || continue
 		mkdir -p "$root$d"
 		mount --bind "$d" "$root$d"
 	done
 	cp /etc/resolv.conf "$root/etc/resolv.conf"
-	exec chroot "$root" /usr/bin/env -i \
+	# Not exec: this shell stays the namespace's init (see the top).
+	rc=0
+	chroot "$root" /usr/bin/env -i \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root LANG=C.UTF-8 ${CI:+CI="$CI"} "$@"
+		HOME=/root LANG=C.UTF-8 ${CI:+CI="$CI"} "$@" || rc=$?
+	exit $rc
 fi
 
 root_die() { echo "$root_me: $*" >&2; exit 1; }
 
 root_lib=$(cd "$(dirname "$0")" && pwd)/root.sh
 root_me=$(basename "$0" .sh)
+root_top=$(cd "$(dirname "$root_lib")/../.." && pwd)
 [ "$(id -u)" -eq 0 ] || root_die "needs root (debootstrap, chroot, mounts)"
 command -v debootstrap >/dev/null ||
 	root_die "debootstrap not found (apt-get install debootstrap)"
@@ -113,7 +129,8 @@ root_make() {
 		dpkg-query -W -f '${Version}\n' debootstrap
 		cat "$root_lib"
 		echo "$root_prep"
-		for f in "$@"; do echo "$f"; cat "$f"; done
+		# By name: what the root holds, wherever the clone is.
+		for f in "$@"; do basename "$f"; cat "$f"; done
 	} | sha256sum | cut -c1-16)
 	root_lower=$root_base/$root_name-$hash
 	mkdir -p "$root_base" "$root_base/$root_name-cache"
@@ -149,6 +166,11 @@ root_make() {
 	fi
 	flock -u 9
 	exec 9>&-
+}
+
+root_setup() {
+	root_make "$1" "$1" '/bin/sh /tmp/setup.sh && apt-get clean' \
+		"$root_top/scripts/setup.sh"
 }
 
 # root_overlay: a fresh overlay for root_run, its upper directory (what

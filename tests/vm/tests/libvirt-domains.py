@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""sivshm domains under a real libvirtd (Debian 12's libvirt 9.0), which
-this test starts itself, without systemd, with the built hook installed as
+"""sivshm domains under a real libvirtd (Debian 12's libvirt 9.0;
+libvirt-domains-11 runs this test under Debian 13's 11.3), which this test
+starts itself, without systemd, with the built hook installed as
 /etc/libvirt/hooks/qemu.d/50-sivshm and the domains written by
 sivshm-virt-xml.  Our QEMU passes libvirt's capability probe; the domains
 validate and each define takes under 5 s; a reducer started before its
@@ -402,6 +403,22 @@ def wait_for(cond, timeout):
     return True
 
 
+def libvirtd_version():
+    """libvirtd's --version line; the release SIVSHM_LIBVIRT_VERSION names
+    (libvirt-domains-11's 11.3), if set, or a failure."""
+    p = subprocess.run(["libvirtd", "--version"], capture_output=True,
+                       text=True, env=dict(os.environ, PATH=PATH))
+    line = p.stdout.strip()
+    check(p.returncode == 0 and line, "libvirtd --version: %s%s"
+          % (p.stdout, p.stderr))
+    want = os.environ.get("SIVSHM_LIBVIRT_VERSION")
+    if want:
+        got = line.split()[-1]
+        check(got == want or got.startswith(want + "."),
+              "this is libvirt %s, not %s: %s" % (got, want, line))
+    return line
+
+
 def setup(host, uid, gid):
     """/dev/kvm, the hook, the daemons."""
     p, _ = virsh("uri", timeout=30)
@@ -613,6 +630,8 @@ def run(host):
         check(user_can(uid, gid, path, how), "QEMU's user %d:%d cannot %s "
               "%s" % (uid, gid, "run" if how == os.X_OK else "read", path))
 
+    version = libvirtd_version()
+    figures.append(version)
     up = setup(host, uid, gid)
     figures.append("libvirtd answers %.1f s after its start" % up)
 
