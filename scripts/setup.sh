@@ -86,6 +86,8 @@ pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms ope
 	linux-source shellcheck"
 # modules for the 6.12 kernel: its kbuild adds BTF to every module (pahole)
 pkgs="$pkgs dwarves"
+# the Debian 13 root that libvirt-domains-11 and make check-debian13 run in
+pkgs="$pkgs debootstrap"
 # make bench's plot of pibooster's flush rate
 pkgs="$pkgs gnuplot-nox"
 # the libvirt hook and generator: libxml2; virt-xml-validate (and the
