@@ -169,7 +169,8 @@ static int device_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 	}
 }
 
-static int device_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
+static int device_notify(struct sivshm *sh, uint32_t peer, uint32_t vector,
+			 uint64_t offset, uint64_t length)
 {
 	struct sivshm_doorbell db = { .peer = peer, .vector = vector };
 

@@ -14,6 +14,8 @@
 #include "sivshm.h"
 
 struct sivshm;
+struct srd_service;
+struct srd_reducer;
 
 /*
  * A backend, chosen at open.  Arguments are checked before these are
@@ -25,7 +27,9 @@ struct sivshm_ops {
 	void *(*slot)(struct sivshm *sh, uint32_t id);
 	int (*peers)(struct sivshm *sh, uint64_t *bitmap);
 	int (*wait_peers)(struct sivshm *sh, uint64_t mask, int timeout_ms);
-	int (*notify)(struct sivshm *sh, uint32_t peer, uint32_t vector);
+	/* Bytes [@offset, @offset + @length) of the slot changed (checked). */
+	int (*notify)(struct sivshm *sh, uint32_t peer, uint32_t vector,
+		      uint64_t offset, uint64_t length);
 	/* The fd that @peer rings for @vector, or -errno. */
 	int (*in_fd)(struct sivshm *sh, uint32_t peer, uint32_t vector);
 	/* A mapper here has one fd per vector: who rang is unknown. */
@@ -48,12 +52,14 @@ struct sivshm {
 	char *dir;
 	pthread_t server_thread;
 	int server_stop;		/* eventfd; -1 when no thread runs */
+	struct srd_service *remote;	/* reducers over RDMA (rdma/service.c) */
 
 	/* reducer */
 	int sock;
 	void *slot;
 	int own_fd[SIVSHM_MAX_VECTORS];		/* the mapper rings these */
 	int mapper_fd[SIVSHM_MAX_VECTORS];	/* we ring these */
+	struct srd_reducer *rdma;	/* a remote reducer (remote.c) */
 
 	/* guest backend: /dev/sivshmN (device.c); -1 for the host backend */
 	int dev_fd;

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "handle.h"
 #include "mapper.h"
+#include "rdma/service.h"
 
 static const struct sivshm_ops mapper_ops, reducer_ops;
 
@@ -278,10 +279,58 @@ err_fds:
 	return err;
 }
 
+int sivshm_mapper_serve_remote(struct sivshm *sh,
+			       const struct sivshm_remote_opts *opts)
+{
+	struct srd_service *svc;
+	uint64_t all, busy;
+	int err;
+
+	if (!sh || sh->ops != &mapper_ops || !opts || !opts->listen ||
+	    !opts->keys || !opts->ids)
+		return -EINVAL;
+	all = ((1ULL << sh->geo.nreducers) - 1) << 1;
+	if (opts->ids & ~all)
+		return -EINVAL;
+	for (uint32_t j = 1; j <= sh->geo.nreducers; j++)
+		if ((opts->ids & 1ULL << j) && !opts->keys[j])
+			return -EINVAL;
+	pthread_mutex_lock(&sh->lock);
+	busy = sh->srv.remote ? 0 : proto_server_peers(&sh->srv) & opts->ids;
+	err = sh->srv.remote ? -EALREADY : busy ? -EBUSY : 0;
+	if (!err)
+		__atomic_store_n(&sh->srv.remote, opts->ids, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&sh->lock);
+	if (busy)
+		sivshm_log("mapper: reducers %#llx are connected locally; "
+			   "they cannot be served over RDMA",
+			   (unsigned long long)busy);
+	if (err)
+		return err;
+	err = srd_service_start(sh, opts, &svc);
+	if (!err)
+		__atomic_store_n(&sh->remote, svc, __ATOMIC_RELEASE);
+	if (err) {
+		pthread_mutex_lock(&sh->lock);
+		__atomic_store_n(&sh->srv.remote, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return err;
+}
+
+/* Reducers connected: locally or over RDMA.  With sh->lock held. */
+static uint64_t mapper_all_peers(struct sivshm *sh)
+{
+	return proto_server_peers(&sh->srv) |
+	       (sh->remote ? srd_service_peers(sh->remote) : 0);
+}
+
 static void mapper_close(struct sivshm *sh)
 {
 	uint64_t one = 1;
 
+	if (sh->remote)
+		srd_service_stop(sh->remote);
 	if (write(sh->server_stop, &one, sizeof(one)) == sizeof(one))
 		pthread_join(sh->server_thread, NULL);
 	close(sh->server_stop);
@@ -306,7 +355,7 @@ static void *mapper_slot(struct sivshm *sh, uint32_t id)
 static int mapper_peers(struct sivshm *sh, uint64_t *bitmap)
 {
 	pthread_mutex_lock(&sh->lock);
-	*bitmap = proto_server_peers(&sh->srv);
+	*bitmap = mapper_all_peers(sh);
 	pthread_mutex_unlock(&sh->lock);
 	return 0;
 }
@@ -327,7 +376,7 @@ static int mapper_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&sh->lock);
-	while ((proto_server_peers(&sh->srv) & mask) != mask && !err) {
+	while ((mapper_all_peers(sh) & mask) != mask && !err) {
 		if (timeout_ms < 0)
 			err = pthread_cond_wait(&sh->peers_changed, &sh->lock);
 		else
@@ -338,9 +387,18 @@ static int mapper_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 	return err == ETIMEDOUT ? -ETIMEDOUT : -err;
 }
 
-static int mapper_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
+static int mapper_notify(struct sivshm *sh, uint32_t peer, uint32_t vector,
+			 uint64_t offset, uint64_t length)
 {
+	struct srd_service *svc;
 	int fd, err;
+
+	/* Reserved ids never join locally; the service follows. */
+	if (__atomic_load_n(&sh->srv.remote, __ATOMIC_ACQUIRE) & 1ULL << peer) {
+		svc = __atomic_load_n(&sh->remote, __ATOMIC_ACQUIRE);
+		return svc ? srd_service_notify(svc, peer, vector, offset,
+						length) : -ENOTCONN;
+	}
 
 	/*
 	 * Ring a private duplicate outside the lock: the server may close the
@@ -403,7 +461,9 @@ static int reducer_wait_peers(struct sivshm *sh, uint64_t mask,
 	return !mask || reducer_connected(sh) ? 0 : -ENOTCONN;
 }
 
-static int reducer_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
+/* The slot is shared memory: the range needs no moving. */
+static int reducer_notify(struct sivshm *sh, uint32_t peer, uint32_t vector,
+			  uint64_t offset, uint64_t length)
 {
 	return proto_ring(sh->mapper_fd[vector]);
 }

@@ -5,6 +5,7 @@
  * over the sivshm driver (device.c).  What both share lives here: the
  * handle, argument checks, waiting for interrupts and the callback thread.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -63,6 +64,24 @@ void sivshm_close(struct sivshm *sh)
 	sivshm_handle_free(sh);
 }
 
+int sivshm_key_parse(const char *hex, uint8_t key[SIVSHM_KEY_BYTES])
+{
+	size_t len = 0;
+
+	if (!hex || !key || strlen(hex) != 2 * SIVSHM_KEY_BYTES)
+		return -EINVAL;
+	for (size_t i = 0; i < 2 * SIVSHM_KEY_BYTES; i += 2) {
+		char pair[3] = { hex[i], hex[i + 1], 0 };
+		char *end;
+
+		if (!isxdigit((unsigned char)pair[0]) ||
+		    !isxdigit((unsigned char)pair[1]))
+			return -EINVAL;
+		key[len++] = (uint8_t)strtoul(pair, &end, 16);
+	}
+	return 0;
+}
+
 int sivshm_get_info(struct sivshm *sh, struct sivshm_info *info)
 {
 	if (!sh || !info)
@@ -99,12 +118,21 @@ int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 	return sh->ops->wait_peers(sh, mask, timeout_ms);
 }
 
-int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
+int sivshm_notify_range(struct sivshm *sh, uint32_t peer, uint32_t vector,
+		       uint64_t offset, uint64_t length)
 {
 	if (!sh || vector >= sh->nvectors ||
-	    !sivshm_peer_valid(&sh->geo, sh->id, peer))
+	    !sivshm_peer_valid(&sh->geo, sh->id, peer) ||
+	    offset > sh->geo.slice_size ||
+	    length > sh->geo.slice_size - offset)
 		return -EINVAL;
-	return sh->ops->notify(sh, peer, vector);
+	return sh->ops->notify(sh, peer, vector, offset, length);
+}
+
+int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector)
+{
+	return sivshm_notify_range(sh, peer, vector, 0,
+				   sh ? sh->geo.slice_size : 0);
 }
 
 /* The fd @peer rings for @vector; fixed for the handle's lifetime. */

@@ -88,6 +88,10 @@ pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms ope
 pkgs="$pkgs dwarves"
 # the Debian 13 root that libvirt-domains-11 and make check-debian13 run in
 pkgs="$pkgs debootstrap"
+# Remote reducers: rdma-core (verbs, RDMA CM, the Soft-RoCE provider) and
+# libsodium, shared and static (the guests' programs are static).
+pkgs="$pkgs libibverbs-dev librdmacm-dev ibverbs-providers libsodium-dev
+	libnl-3-dev libnl-route-3-dev"
 # make bench's plot of pibooster's flush rate
 pkgs="$pkgs gnuplot-nox"
 # the libvirt hook and generator: libxml2; virt-xml-validate (and the

@@ -17,6 +17,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "sivshm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,8 +154,11 @@ struct cc_slots;
 struct cc_slot_ops {
 	/* Reducer @j's mailbox, at the start of its slot. */
 	struct sivshm_mbox *(*mbox)(struct cc_slots *s, uint32_t j);
-	/* Ring reducer @j's vector CC_VECTOR (interrupt mode). */
-	void (*ring)(struct cc_slots *s, uint32_t j);
+	/*
+	 * Ring reducer @j's vector CC_VECTOR (interrupt mode); the first
+	 * @len bytes of its slot changed (a remote reducer reads them).
+	 */
+	void (*ring)(struct cc_slots *s, uint32_t j, uint64_t len);
 	/* Wait up to @timeout_ms for reducer @j's answer to @seq. */
 	int (*wait)(struct cc_slots *s, uint32_t j, uint64_t seq,
 		    int timeout_ms, uint64_t *resp);
@@ -189,6 +194,10 @@ struct cc_reducer {
 int cc_serve(struct cc_reducer *r);
 
 /* "1G", "512M", "64k" or plain bytes; exits on anything else. */
+/* Key files of remote reducers (keys.c): 0 or -errno, said on stderr. */
+int cc_read_keys(const char *path, uint64_t *ids,
+		 uint8_t (*keys)[SIVSHM_KEY_BYTES]);
+
 static inline uint64_t cc_parse_size(const char *s)
 {
 	char *end;

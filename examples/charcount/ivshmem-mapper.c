@@ -146,7 +146,7 @@ static struct sivshm_mbox *slot_mbox(struct cc_slots *s, uint32_t j)
 	return mbox(job_of(s), j);
 }
 
-static void slot_ring(struct cc_slots *s, uint32_t j)
+static void slot_ring(struct cc_slots *s, uint32_t j, uint64_t len)
 {
 	ivc_ring(job_of(s)->ring[j]);
 }

@@ -11,6 +11,10 @@
  * time it then waits for the reducers' answers; each is summed per thread
  * and the slowest thread's figure is reported (the threads run at once).
  * The total is checked against a direct count of the same input.
+ *
+ * --listen HOST:PORT --keys FILE serves the reducers FILE names (keys.c)
+ * over RDMA, from other hosts; the others join on the socket.  Remote
+ * reducers need irq mode.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,9 +46,9 @@ static struct sivshm_mbox *mbox(struct cc_slots *s, uint32_t j)
 	return sivshm_slot(job_of(s)->sh, j);
 }
 
-static void ring(struct cc_slots *s, uint32_t j)
+static void ring(struct cc_slots *s, uint32_t j, uint64_t len)
 {
-	sivshm_notify(job_of(s)->sh, j, CC_VECTOR);
+	sivshm_notify_range(job_of(s)->sh, j, CC_VECTOR, 0, len);
 }
 
 /* Wait for reducer @j's answer to @seq. */
@@ -85,7 +89,8 @@ static void usage(void)
 		"usage: charcount-mapper {--socket PATH --reducers N --size BYTES |\n"
 		"                         --device /dev/sivshmN}\n"
 		"         [--data FILE | --random BYTES [--seed S]] [--char C]\n"
-		"         [--mode poll|irq] [--threads T] [--mlock] [--name ID]\n");
+		"         [--mode poll|irq] [--threads T] [--mlock] [--name ID]\n"
+		"         [--listen HOST:PORT --keys FILE]\n");
 	exit(2);
 }
 
@@ -105,8 +110,14 @@ int main(int argc, char **argv)
 		{ "name", required_argument, NULL, 'N' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "device", required_argument, NULL, 'D' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "keys", required_argument, NULL, 'K' },
 		{ 0 }
 	};
+	static uint8_t keys[SIVSHM_MAX_REDUCERS + 1][SIVSHM_KEY_BYTES];
+	const uint8_t *key_of[SIVSHM_MAX_REDUCERS + 1];
+	struct sivshm_remote_opts ro = { .keys = key_of };
+	const char *keyfile = NULL;
 	struct sivshm_mapper_opts mo = { .nvectors = CC_NVECTORS };
 	struct job job = {
 		.s = {
@@ -143,9 +154,21 @@ int main(int argc, char **argv)
 		case 'N': mo.name = optarg; break;
 		case 'T': cc->timeout_ms = atoi(optarg); break;
 		case 'D': device = optarg; break;
+		case 'L': ro.listen = optarg; break;
+		case 'K': keyfile = optarg; break;
 		default: usage();
 		}
 	}
+	if (!ro.listen != !keyfile || (ro.listen && device))
+		usage();
+	if (ro.listen && !job.s.irq) {
+		fprintf(stderr, "charcount: remote reducers need irq mode\n");
+		return 2;
+	}
+	if (keyfile && cc_read_keys(keyfile, &ro.ids, keys))
+		return 2;
+	for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
+		key_of[j] = keys[j];
 	if ((!device && (!mo.socket_path || !mo.nreducers || !mo.size)) ||
 	    (!data && !cc->total))
 		usage();
@@ -176,6 +199,15 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "charcount: mapper: %s\n", strerror(-err));
 		return 1;
+	}
+	if (ro.listen) {
+		err = sivshm_mapper_serve_remote(job.sh, &ro);
+		if (err) {
+			fprintf(stderr, "charcount: serving remote reducers on "
+				"%s: %s\n", ro.listen, strerror(-err));
+			sivshm_close(job.sh);
+			return 1;
+		}
 	}
 	sivshm_get_info(job.sh, &info);
 	if (info.id != SIVSHM_MAPPER) {

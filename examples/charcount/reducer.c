@@ -2,7 +2,13 @@
 /*
  * charcount reducer: count one byte in whatever the mapper puts in our slot.
  *
- *   charcount-reducer {--socket PATH --id J | --device DEV} [--mode poll|irq]
+ *   charcount-reducer {--socket PATH --id J | --device DEV |
+ *                      --connect HOST:PORT --id J --keys FILE}
+ *                     [--mode poll|irq]
+ *
+ * --connect joins a mapper on another host over RDMA, as reducer J with
+ * J's key from FILE (keys.c); the slot is then a copy the library keeps
+ * in step, so only irq mode works.
  *
  * A restarted reducer first answers any request still pending in its
  * mailbox: the slot outlives us, so the data is still there.
@@ -19,7 +25,8 @@
 static void usage(void)
 {
 	fprintf(stderr, "usage: charcount-reducer {--socket PATH --id J | "
-		"--device /dev/sivshmN}\n"
+		"--device /dev/sivshmN |\n"
+		"                          --connect HOST:PORT --id J --keys FILE}\n"
 		"         [--mode poll|irq] [--mlock] [--timeout MS]\n");
 	exit(2);
 }
@@ -55,9 +62,11 @@ static int wait_request(struct cc_reducer *r, uint64_t seq, uint64_t *req)
 	}
 }
 
+/* Only the mailbox changed: a remote reducer writes back that alone. */
 static void ring(struct cc_reducer *r)
 {
-	sivshm_notify(reducer_of(r)->sh, 0, CC_VECTOR);
+	sivshm_notify_range(reducer_of(r)->sh, 0, CC_VECTOR, 0,
+			    SIVSHM_MBOX_SIZE);
 }
 
 static const struct cc_reducer_ops sivshm_reducer_ops = {
@@ -74,8 +83,13 @@ int main(int argc, char **argv)
 		{ "mlock", no_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "device", required_argument, NULL, 'D' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "keys", required_argument, NULL, 'K' },
 		{ 0 }
 	};
+	static uint8_t keys[SIVSHM_MAX_REDUCERS + 1][SIVSHM_KEY_BYTES];
+	const char *address = NULL, *keyfile = NULL;
+	uint64_t ids = 0;
 	struct reducer red = {
 		.r = { .ops = &sivshm_reducer_ops }, .timeout_ms = 60000,
 	};
@@ -97,14 +111,33 @@ int main(int argc, char **argv)
 		case 'l': flags |= SIVSHM_MLOCK; break;
 		case 't': red.timeout_ms = atoi(optarg); break;
 		case 'D': device = optarg; break;
+		case 'C': address = optarg; break;
+		case 'K': keyfile = optarg; break;
 		default: usage();
 		}
 	}
-	if (!device && (!path || !id))
+	if (address && (!id || id > SIVSHM_MAX_REDUCERS || !keyfile))
 		usage();
+	if (!device && !address && (!path || !id))
+		usage();
+	if (address && !red.r.irq) {
+		fprintf(stderr, "reducer %u: a remote reducer runs in irq mode "
+			"(its slot is a copy, kept in step by notifies)\n", id);
+		return 2;
+	}
+	if (address && cc_read_keys(keyfile, &ids, keys))
+		return 2;
+	if (address && !(ids & 1ULL << id)) {
+		fprintf(stderr, "reducer %u: %s has no key for id %u\n", id,
+			keyfile, id);
+		return 2;
+	}
 
 	if (device)
 		err = sivshm_device_open(&sh, device, flags);
+	else if (address)
+		err = sivshm_reducer_connect(&sh, address, id, CC_NVECTORS,
+					     keys[id], flags, 10000);
 	else
 		err = sivshm_reducer_open(&sh, path, id, CC_NVECTORS, flags,
 					  10000);

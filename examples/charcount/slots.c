@@ -25,7 +25,7 @@ static void post(struct cc_slots *s, uint32_t j, uint64_t seq, uint64_t cmd,
 	sivshm_mbox_post_request(s->ops->mbox(s, j), seq, req);
 	/* A reducer that is away re-reads its mailbox when it comes back. */
 	if (s->irq)
-		s->ops->ring(s, j);
+		s->ops->ring(s, j, SIVSHM_MBOX_SIZE + len);
 }
 
 static int slot_send(struct cc_job *cc, uint32_t j, uint64_t seq,

@@ -83,6 +83,41 @@ int sivshm_reducer_open_checked(struct sivshm **out, const char *socket_path,
 				int timeout_ms,
 				const struct sivshm_cred *mapper);
 /*
+ * Reducers on other hosts, over RDMA (rdma-core's verbs and RDMA CM; any
+ * RDMA device, Soft-RoCE included).  A remote reducer proves it holds the
+ * key of its id (libsodium's crypto_auth, both ways) before the mapper
+ * registers anything for it; it then reaches its own slot only, one
+ * memory region in a protection domain of its own.
+ */
+#define SIVSHM_KEY_BYTES	32
+
+struct sivshm_remote_opts {
+	const char *listen;		/* "HOST:PORT", HOST an RDMA device's */
+	uint64_t ids;			/* bit j: reducer j joins remotely only */
+	/* keys[j] for every j in ids: that id's key (keys[0] not read). */
+	const uint8_t *const *keys;
+};
+
+/*
+ * A mapper serves the reducers of @opts->ids over RDMA from now on, and
+ * refuses them locally (PROTO_E_REMOTE).  -EBUSY if one is connected
+ * locally, -EALREADY if the mapper serves remotely already.
+ */
+int sivshm_mapper_serve_remote(struct sivshm *sh,
+			       const struct sivshm_remote_opts *opts);
+/*
+ * Join the mapper at @address ("HOST:PORT") over RDMA as reducer @id with
+ * @key.  @timeout_ms bounds the whole handshake.  The slot is local
+ * memory kept in step by the library: see sivshm_notify_range().
+ */
+int sivshm_reducer_connect(struct sivshm **out, const char *address,
+			   uint32_t id, uint32_t nvectors,
+			   const uint8_t key[SIVSHM_KEY_BYTES], uint32_t flags,
+			   int timeout_ms);
+/* 64 hex digits into a key; 0 or -EINVAL. */
+int sivshm_key_parse(const char *hex, uint8_t key[SIVSHM_KEY_BYTES]);
+
+/*
  * Inside a VM: open the sivshm device @path (/dev/sivshmN), mapper or
  * reducer as the device says.  @flags: SIVSHM_MLOCK.
  */
@@ -100,6 +135,15 @@ int sivshm_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms);
 
 /* Interrupt @vector of @peer (the mapper names a reducer; a reducer, 0). */
 int sivshm_notify(struct sivshm *sh, uint32_t peer, uint32_t vector);
+/*
+ * sivshm_notify(), saying that only bytes [@offset, @offset + @length) of
+ * the slot changed since the last notify: a remote peer's copy is brought
+ * up to date for those bytes alone before it hears the interrupt (the
+ * plain call moves the whole slot).  Locally the slot is shared and the
+ * range changes nothing.
+ */
+int sivshm_notify_range(struct sivshm *sh, uint32_t peer, uint32_t vector,
+			uint64_t offset, uint64_t length);
 /*
  * Wait at most @timeout_ms (-1: forever) for an interrupt on @vector and
  * consume it; *@peer (may be NULL) says who rang.  -ETIMEDOUT if none came.

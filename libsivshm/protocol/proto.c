@@ -6,40 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "le.h"
 #include "proto.h"
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v);
-	put16(p + 2, v >> 16);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v);
-	put32(p + 4, v >> 32);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return p[0] | (uint16_t)p[1] << 8;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 static size_t proto_size(uint16_t type)
 {
@@ -215,6 +183,8 @@ int proto_refusal_errno(uint32_t code)
 		return EAGAIN;
 	case PROTO_E_CRED:
 		return EACCES;
+	case PROTO_E_REMOTE:
+		return EREMOTE;
 	}
 	return EBADMSG;
 }

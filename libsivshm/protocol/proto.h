@@ -53,6 +53,7 @@ enum proto_refusal {
 	PROTO_E_VECTORS = 6,	/* vector count differs from the mapper's */
 	PROTO_E_BUSY = 7,	/* too many handshakes in progress */
 	PROTO_E_CRED = 8,	/* the peer's credentials may not take this id */
+	PROTO_E_REMOTE = 9,	/* this id joins over RDMA only */
 };
 
 /* A decoded message, in host byte order. */

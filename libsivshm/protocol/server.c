@@ -178,6 +178,10 @@ static uint32_t hello_check(struct proto_server *srv, int conn,
 		*why = "reducer id out of range";
 		return PROTO_E_ID_RANGE;
 	}
+	if (srv->remote & 1ull << id) {
+		*why = "this id joins over RDMA only";
+		return PROTO_E_REMOTE;
+	}
 	/* Before anything is sent, and before the id's state is told. */
 	if (proto_cred_get(conn, &cred) ||
 	    !proto_cred_allows(&srv->allow[id], &cred)) {

@@ -52,6 +52,8 @@ struct proto_server {
 	/* Who may take reducer id j (SO_PEERCRED); PROTO_CRED_ANY by default. */
 	struct proto_cred allow[SIVSHM_MAX_REDUCERS + 1];
 	struct proto_pending pending[PROTO_MAX_PENDING];
+	/* Bit j: reducer j joins over RDMA (libsivshm/rdma/), never here. */
+	uint64_t remote;
 	/*
 	 * Called on a reducer's arrival (connected = 1) and departure.  On
 	 * departure the reducer's eventfds (out_fd) are still open, and are
