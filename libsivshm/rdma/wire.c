@@ -17,6 +17,14 @@
 		return -EBADMSG;	\
 	} while (0)
 
+static int all_zero(const uint8_t *p, size_t len)
+{
+	while (len--)
+		if (*p++)
+			return 0;
+	return 1;
+}
+
 void srd_hello_encode(const struct srd_hello *h, uint8_t *buf)
 {
 	memset(buf, 0, SRD_HELLO_SIZE);
@@ -48,6 +56,8 @@ int srd_hello_decode(const uint8_t *buf, size_t len, struct srd_hello *h,
 		BAD("reducer id out of range");
 	if (h->nvectors < 1 || h->nvectors > SIVSHM_MAX_VECTORS)
 		BAD("vector count out of range");
+	if (h->type == SRD_ASK && !all_zero(buf + 24, SRD_MAC_BYTES))
+		BAD("a request for a challenge carries a MAC");
 	memcpy(h->nonce_r, buf + 8, SRD_NONCE_BYTES);
 	memcpy(h->mac, buf + 24, SRD_MAC_BYTES);
 	return 0;
@@ -66,7 +76,9 @@ int srd_reject_decode(const uint8_t *buf, size_t len, struct srd_reject *r)
 {
 	memset(r, 0, sizeof(*r));
 	if (!buf || len < SRD_REJECT_SIZE || get32(buf) != SRD_MAGIC ||
-	    buf[4] < SRD_CHALLENGE || buf[4] > SRD_E_RESOURCES)
+	    buf[4] < SRD_CHALLENGE || buf[4] > SRD_E_RESOURCES ||
+	    !all_zero(buf + 5, 3) ||
+	    (buf[4] != SRD_CHALLENGE && !all_zero(buf + 8, SRD_NONCE_BYTES)))
 		return -EBADMSG;
 	r->code = buf[4];
 	memcpy(r->nonce_m, buf + 8, SRD_NONCE_BYTES);
@@ -111,6 +123,8 @@ int srd_welcome_decode(const uint8_t *buf, size_t len, uint32_t id,
 	w->addr = get64(buf + 24);
 	w->rkey = get32(buf + 32);
 	memcpy(w->mac, buf + WELCOME_SIGNED, SRD_MAC_BYTES);
+	if (!all_zero(buf + 6, 2) || !all_zero(buf + 36, 4))
+		BAD("reserved bytes set");
 	if (w->nvectors != nvectors)
 		BAD("vector count differs from ours");
 	if (w->nreducers < id || w->nreducers > SIVSHM_MAX_REDUCERS)

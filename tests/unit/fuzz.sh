@@ -7,13 +7,18 @@ set -eu
 build=${SIVSHM_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 secs=${SIVSHM_FUZZ_SECONDS:-20}
 out=${SIVSHM_LOGDIR:-$(mktemp -d)}
-fuzzer=$build/tests/fuzz/fuzz-proto
-if [ ! -x "$fuzzer" ]; then
-	echo "SKIP: $fuzzer not built (make tests/fuzz/fuzz-proto; needs clang)"
-	[ -n "${CI:-}" ] && exit 1
-	exit 77
-fi
-mkdir -p "$out/corpus"
-"$build/tests/fuzz/seed-proto" "$out/corpus"
-exec sh "$(dirname "$0")/../fuzz/run-fuzzer.sh" fuzz-proto "$fuzzer" "$out" \
-	"$secs" -max_len=300
+for f in fuzz-proto fuzz-rdma-wire; do
+	if [ ! -x "$build/tests/fuzz/$f" ]; then
+		echo "SKIP: $f not built (make tests/fuzz/$f; needs clang)"
+		[ -n "${CI:-}" ] && exit 1
+		exit 77
+	fi
+done
+mkdir -p "$out/proto/corpus" "$out/rdma-wire/corpus"
+"$build/tests/fuzz/seed-proto" "$out/proto/corpus"
+"$build/tests/fuzz/seed-rdma-wire" "$out/rdma-wire/corpus"
+run=$(dirname "$0")/../fuzz/run-fuzzer.sh
+sh "$run" fuzz-proto "$build/tests/fuzz/fuzz-proto" "$out/proto" "$secs" \
+	-max_len=300
+exec sh "$run" fuzz-rdma-wire "$build/tests/fuzz/fuzz-rdma-wire" \
+	"$out/rdma-wire" "$secs" -max_len=200

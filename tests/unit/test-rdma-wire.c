@@ -50,6 +50,9 @@ static void hellos(void)
 	T_EQ(d.type, SRD_ASK);
 	for (int i = 0; i < SRD_MAC_BYTES; i++)
 		T_EQ(buf[24 + i], 0);
+	buf[40] = 1;		/* a request for a challenge carries no MAC */
+	T_EQ(hello_dec(buf, SRD_HELLO_SIZE, &d), -EBADMSG);
+	buf[40] = 0;
 
 	struct { int off; uint8_t val; } bad[] = {
 		{ 0, 0 },		/* magic */
@@ -87,6 +90,11 @@ static void rejects(void)
 	srd_reject_encode(&r, buf);
 	for (int i = 0; i < SRD_NONCE_BYTES; i++)
 		T_EQ(buf[8 + i], 0);
+	buf[8] = 1;
+	T_EQ(srd_reject_decode(buf, sizeof(buf), &d), -EBADMSG);
+	buf[8] = 0;
+	buf[6] = 1;		/* reserved */
+	T_EQ(srd_reject_decode(buf, sizeof(buf), &d), -EBADMSG);
 }
 
 static const struct srd_welcome welcome = {
@@ -147,6 +155,17 @@ static void welcomes(void)
 	w = welcome;
 	w.nreducers = 0;
 	T_EQ(welcome_dec(&w, 5, 2), -EBADMSG);
+	for (int off = 6; off < 40; off += off == 7 ? 29 : 1) {
+		uint8_t buf[SRD_WELCOME_SIZE];
+		struct srd_welcome d;
+		const char *why;
+
+		srd_welcome_encode(&welcome, buf);
+		buf[off] = 1;		/* reserved: 6, 7 and 36..39 */
+		T_ASSERT(srd_welcome_decode(buf, sizeof(buf), 5, 2, &d,
+					    &why) == -EBADMSG,
+			 "reserved byte %d accepted", off);
+	}
 }
 
 static int msg_dec(const struct srd_msg *m, size_t len)
