@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -196,12 +197,53 @@ static void ring_done(struct srd_reducer *r, struct sivshm *sh)
 	 * then take another: the FIFO never holds more than our receives.
 	 */
 	while (r->count && !r->ring[r->head].reads) {
-		proto_ring(sh->own_fd[r->ring[r->head].vector]);
-		if (srd_conn_recv(&r->conn, r->ring[r->head].idx))
-			srd_conn_fail(&r->conn, -EIO);
-		r->head = (r->head + 1) % SRD_RECV_DEPTH;
+		struct pending_ring *pr = &r->ring[r->head];
+
+		if (pr->vector == SRD_NO_VECTOR) {
+			pthread_mutex_lock(&sh->lock);
+			r->synced = 1;
+			pthread_cond_broadcast(&sh->peers_changed);
+			pthread_mutex_unlock(&sh->lock);
+		} else {
+			proto_ring(sh->own_fd[pr->vector]);
+			if (srd_conn_recv(&r->conn, pr->idx))
+				srd_conn_fail(&r->conn, -EIO);
+		}
+		r->head = (r->head + 1) % SRD_FIFO;
 		r->count--;
 	}
+}
+
+/*
+ * Queue an entry for @vector and read bytes [@off, +@len) of the
+ * mapper's slot into ours for it.  0, or the connection is failed.
+ */
+static int fifo_read(struct sivshm *sh, uint32_t vector, uint32_t idx,
+		     uint64_t off, uint64_t len)
+{
+	struct srd_reducer *r = sh->rdma;
+	struct pending_ring *pr = &r->ring[(r->head + r->count) % SRD_FIFO];
+
+	/* One entry per receive buffer, and the sync's: there is room. */
+	pr->vector = vector;
+	pr->reads = 0;
+	pr->idx = idx;
+	r->count++;
+	while (len) {
+		uint64_t n = len < SRD_CHUNK ? len : SRD_CHUNK;
+
+		if (srd_conn_rdma(&r->conn, IBV_WR_RDMA_READ,
+				  (uint8_t *)sh->slot + off, r->slot_mr->lkey,
+				  r->remote_addr + off, r->rkey, n, 0)) {
+			srd_conn_fail(&r->conn, -EIO);
+			return -EIO;
+		}
+		pr->reads++;
+		off += n;
+		len -= n;
+	}
+	ring_done(r, sh);
+	return 0;
 }
 
 static void on_completion(void *arg, const struct ibv_wc *wc)
@@ -209,10 +251,8 @@ static void on_completion(void *arg, const struct ibv_wc *wc)
 	struct sivshm *sh = arg;
 	struct srd_reducer *r = sh->rdma;
 	uint32_t idx = SRD_WR_LOW(wc->wr_id);
-	struct pending_ring *pr;
 	const char *why;
 	struct srd_msg m;
-	uint64_t off, left;
 
 	if (SRD_WR_KIND(wc->wr_id) == SRD_WR_READ) {
 		if (r->count && r->ring[r->head].reads)
@@ -229,26 +269,7 @@ static void on_completion(void *arg, const struct ibv_wc *wc)
 		srd_conn_fail(&r->conn, -EPROTO);
 		return;
 	}
-	/* One entry per receive buffer: the FIFO has room. */
-	pr = &r->ring[(r->head + r->count) % SRD_RECV_DEPTH];
-	pr->vector = m.vector;
-	pr->reads = 0;
-	pr->idx = idx;
-	r->count++;
-	for (off = m.offset, left = m.length; left; ) {
-		uint64_t n = left < SRD_CHUNK ? left : SRD_CHUNK;
-
-		if (srd_conn_rdma(&r->conn, IBV_WR_RDMA_READ,
-				  (uint8_t *)sh->slot + off, r->slot_mr->lkey,
-				  r->remote_addr + off, r->rkey, n, 0)) {
-			srd_conn_fail(&r->conn, -EIO);
-			return;
-		}
-		pr->reads++;
-		off += n;
-		left -= n;
-	}
-	ring_done(r, sh);
+	fifo_read(sh, m.vector, idx, m.offset, m.length);
 }
 
 static void set_disconnected(struct sivshm *sh, const char *why)
@@ -306,6 +327,37 @@ static void *reducer_thread(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* Wait until the slot's first read is in, until @deadline. */
+static int wait_synced(struct sivshm *sh, int64_t deadline)
+{
+	struct srd_reducer *r = sh->rdma;
+	struct timespec ts;
+	int64_t left;
+	int err = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	while (!r->synced && r->connected && !err) {
+		left = deadline - proto_now_ms();
+		if (left <= 0) {
+			err = ETIMEDOUT;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += left / 1000;
+		ts.tv_nsec += (left % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		err = pthread_cond_timedwait(&sh->peers_changed, &sh->lock,
+					     &ts);
+	}
+	if (!r->synced && !err)
+		err = ENOTCONN;
+	pthread_mutex_unlock(&sh->lock);
+	return r->synced ? 0 : -err;
 }
 
 int sivshm_reducer_connect(struct sivshm **out, const char *address,
@@ -413,8 +465,28 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 		err = -errno;
 		goto err_log;
 	}
+	/*
+	 * Read the whole slot first: a reducer rejoining finds what the
+	 * mapper left there (a pending request), as on one host.
+	 */
+	err = fifo_read(sh, SRD_NO_VECTOR, 0, 0, w.slice_size);
+	if (err) {
+		why = "reading the slot";
+		goto err_log;
+	}
 	err = -pthread_create(&r->thread, NULL, reducer_thread, sh);
 	if (err) {
+		close(r->stop);
+		r->stop = -1;
+		goto err_log;
+	}
+	err = wait_synced(sh, deadline);
+	if (err) {
+		uint64_t one = 1;
+
+		why = "reading the slot";
+		if (write(r->stop, &one, sizeof(one)) == sizeof(one))
+			pthread_join(r->thread, NULL);
 		close(r->stop);
 		r->stop = -1;
 		goto err_log;
