@@ -269,6 +269,11 @@ static void on_completion(void *arg, const struct ibv_wc *wc)
 		srd_conn_fail(&r->conn, -EPROTO);
 		return;
 	}
+	if (m.type == SRD_PING) {
+		if (srd_conn_recv(&r->conn, idx))
+			srd_conn_fail(&r->conn, -EIO);
+		return;
+	}
 	fifo_read(sh, m.vector, idx, m.offset, m.length);
 }
 
@@ -294,9 +299,20 @@ static void *reducer_thread(void *arg)
 		{ .fd = r->conn.ch->fd, .events = POLLIN },
 	};
 	struct rdma_cm_event *ev;
+	int64_t next_ping = proto_now_ms() + SRD_HEARTBEAT_MS;
 
 	for (;;) {
-		if (poll(pfd, 3, -1) < 0) {
+		int64_t now = proto_now_ms();
+		int n;
+
+		if (now >= next_ping) {
+			/* A lost mapper fails this within the retries. */
+			if (pfd[2].fd >= 0)
+				srd_conn_ping(&r->conn);
+			next_ping = now + SRD_HEARTBEAT_MS;
+		}
+		n = poll(pfd, 3, (int)(next_ping - now));
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -585,7 +601,7 @@ static int remote_notify(struct sivshm *sh, uint32_t peer, uint32_t vector,
 		off += n;
 		left -= n;
 	}
-	seq = srd_conn_send(&r->conn, &m);
+	seq = srd_conn_send(&r->conn, &m, SRD_POST_TIMEOUT_MS);
 	if (seq < 0)
 		return (int)seq;
 	return srd_conn_wait_send(&r->conn, seq);

@@ -177,7 +177,11 @@ uint64_t cc_slots_ready(struct cc_slots *s, uint64_t slice, uint64_t ready_ns);
 struct cc_reducer;
 
 struct cc_reducer_ops {
-	/* Wait for request @seq in the mailbox. */
+	/*
+	 * Wait for request @seq in the mailbox.  -ERESTART: the reducer
+	 * rejoined (a new slot, maybe a new mapper): cc_serve() starts again
+	 * from the mailbox it finds.
+	 */
 	int (*wait)(struct cc_reducer *r, uint64_t seq, uint64_t *req);
 	/* Ring the mapper's vector CC_VECTOR (interrupt mode). */
 	void (*ring)(struct cc_reducer *r);
@@ -193,11 +197,11 @@ struct cc_reducer {
 
 int cc_serve(struct cc_reducer *r);
 
-/* "1G", "512M", "64k" or plain bytes; exits on anything else. */
 /* Key files of remote reducers (keys.c): 0 or -errno, said on stderr. */
 int cc_read_keys(const char *path, uint64_t *ids,
 		 uint8_t (*keys)[SIVSHM_KEY_BYTES]);
 
+/* "1G", "512M", "64k" or plain bytes; exits on anything else. */
 static inline uint64_t cc_parse_size(const char *s)
 {
 	char *end;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "charcount.h"
 #include "sivshm.h"
@@ -35,6 +36,10 @@ struct reducer {
 	struct cc_reducer r;
 	struct sivshm *sh;
 	int timeout_ms;
+	/* A remote reducer: where to rejoin when the mapper is lost. */
+	const char *address;
+	const uint8_t *key;
+	uint32_t flags;
 };
 
 static struct reducer *reducer_of(struct cc_reducer *r)
@@ -42,10 +47,42 @@ static struct reducer *reducer_of(struct cc_reducer *r)
 	return cc_container_of(r, struct reducer, r);
 }
 
+/*
+ * A remote reducer whose mapper is gone (a lost link, a restarted mapper)
+ * joins again until @timeout_ms; its new slot holds what the mapper left.
+ */
+static int rejoin(struct reducer *red)
+{
+	struct sivshm *sh;
+	int waited = 0, err;
+
+	sivshm_close(red->sh);
+	red->sh = NULL;
+	fprintf(stderr, "reducer %u: the mapper is gone; joining again\n",
+		red->r.id);
+	for (;;) {
+		err = sivshm_reducer_connect(&sh, red->address, red->r.id,
+					     CC_NVECTORS, red->key, red->flags,
+					     10000);
+		if (!err)
+			break;
+		if (err == -EACCES || err == -EINVAL ||
+		    (red->timeout_ms >= 0 && waited >= red->timeout_ms))
+			return err;
+		usleep(500000);
+		waited += 500;
+	}
+	fprintf(stderr, "reducer %u: joined again\n", red->r.id);
+	red->sh = sh;
+	red->r.mb = sivshm_slot(sh, red->r.id);
+	return -ERESTART;
+}
+
 /* Wait for request @seq: spin in polling mode, sleep on vector 0 in irq. */
 static int wait_request(struct cc_reducer *r, uint64_t seq, uint64_t *req)
 {
 	struct reducer *red = reducer_of(r);
+	uint64_t peers;
 	int waited = 0;
 
 	if (!r->irq)
@@ -54,6 +91,8 @@ static int wait_request(struct cc_reducer *r, uint64_t seq, uint64_t *req)
 	for (;;) {
 		if (!sivshm_mbox_wait_request(r->mb, seq, 0, req))
 			return 0;
+		if (red->address && !sivshm_peers(red->sh, &peers) && !peers)
+			return rejoin(red);
 		if (red->timeout_ms >= 0 && waited >= red->timeout_ms)
 			return -ETIMEDOUT;
 		/* Short waits: an interrupt lost while we were away is no hang. */
@@ -158,7 +197,10 @@ int main(int argc, char **argv)
 	red.r.mb = sivshm_slot(sh, id);
 	red.r.id = id;
 	red.r.cap = info.slice_size - SIVSHM_MBOX_SIZE;
+	red.address = address;
+	red.key = keys[id];
+	red.flags = flags;
 	err = cc_serve(&red.r);
-	sivshm_close(sh);
+	sivshm_close(red.sh);
 	return err ? 1 : 0;
 }

@@ -103,6 +103,12 @@ int cc_serve(struct cc_reducer *r)
 	seq = __atomic_load_n(&r->mb->resp_seq, __ATOMIC_ACQUIRE) + 1;
 	for (;; seq++) {
 		err = r->ops->wait(r, seq, req);
+		if (err == -ERESTART) {
+			data = (uint8_t *)r->mb + SIVSHM_MBOX_SIZE;
+			seq = __atomic_load_n(&r->mb->resp_seq,
+					      __ATOMIC_ACQUIRE);
+			continue;
+		}
 		if (err) {
 			fprintf(stderr, "reducer %u: no request %llu: %s\n",
 				r->id, (unsigned long long)seq, strerror(-err));

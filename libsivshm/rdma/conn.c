@@ -131,11 +131,11 @@ static void deadline_in(struct timespec *ts, int ms)
 }
 
 /* With c->lock held: wait for a free send slot and take it. */
-static int take_slot(struct srd_conn *c)
+static int take_slot(struct srd_conn *c, int timeout_ms)
 {
 	struct timespec ts;
 
-	deadline_in(&ts, SRD_POST_TIMEOUT_MS);
+	deadline_in(&ts, timeout_ms);
 	while (!c->error && c->sq_used >= SRD_SEND_DEPTH) {
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) ==
 		    ETIMEDOUT)
@@ -147,7 +147,8 @@ static int take_slot(struct srd_conn *c)
 	return 0;
 }
 
-int64_t srd_conn_send(struct srd_conn *c, const struct srd_msg *m)
+int64_t srd_conn_send(struct srd_conn *c, const struct srd_msg *m,
+		      int timeout_ms)
 {
 	uint8_t buf[SRD_MSG_SIZE];
 	struct ibv_sge sge = {
@@ -166,7 +167,7 @@ int64_t srd_conn_send(struct srd_conn *c, const struct srd_msg *m)
 
 	srd_msg_encode(m, buf);
 	pthread_mutex_lock(&c->lock);
-	err = take_slot(c);
+	err = take_slot(c, timeout_ms);
 	if (!err) {
 		err = -ibv_post_send(c->cm->qp, &wr, &bad);
 		if (err)
@@ -218,7 +219,7 @@ int srd_conn_rdma(struct srd_conn *c, enum ibv_wr_opcode op, void *local,
 	if (len > INT32_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	err = take_slot(c);
+	err = take_slot(c, SRD_POST_TIMEOUT_MS);
 	if (!err) {
 		err = -ibv_post_send(c->cm->qp, &wr, &bad);
 		if (err)
@@ -226,6 +227,13 @@ int srd_conn_rdma(struct srd_conn *c, enum ibv_wr_opcode op, void *local,
 	}
 	pthread_mutex_unlock(&c->lock);
 	return err;
+}
+
+void srd_conn_ping(struct srd_conn *c)
+{
+	struct srd_msg m = { .type = SRD_PING };
+
+	srd_conn_send(c, &m, 0);
 }
 
 int srd_conn_recv(struct srd_conn *c, uint32_t idx)

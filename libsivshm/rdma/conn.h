@@ -75,10 +75,14 @@ void srd_conn_destroy(struct srd_conn *c);
 void srd_conn_fail(struct srd_conn *c, int err);
 
 /*
- * Post a NOTIFY (inline: @m need not outlive the call).  Returns the
- * send's sequence number (> 0) for srd_conn_wait_send(), or -errno.
+ * Post a message (inline: @m need not outlive the call), waiting up to
+ * @timeout_ms for room.  Returns the send's sequence number (> 0) for
+ * srd_conn_wait_send(), or -errno.
  */
-int64_t srd_conn_send(struct srd_conn *c, const struct srd_msg *m);
+int64_t srd_conn_send(struct srd_conn *c, const struct srd_msg *m,
+		      int timeout_ms);
+/* A PING, if the send queue has room now (the owner's thread calls it). */
+void srd_conn_ping(struct srd_conn *c);
 /* Wait until send @seq has completed; 0, or the connection's error. */
 int srd_conn_wait_send(struct srd_conn *c, int64_t seq);
 /* Post an RDMA READ or WRITE of @len bytes (one SGE). */

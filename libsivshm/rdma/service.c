@@ -259,12 +259,18 @@ static int on_request(struct srd_service *svc, struct rdma_cm_event *ev)
 		reject(cm, SRD_E_AUTH, NULL);
 		return 0;
 	}
-	if (p->state != PEER_FREE) {
+	if (p->state == PEER_ACCEPTING) {
 		sivshm_log("mapper: refused remote reducer %u from %s: a "
-			   "reducer with this id is connected", h.id, from);
+			   "reducer with this id is joining", h.id, from);
 		reject(cm, SRD_E_BUSY, NULL);
 		return 0;
 	}
+	/*
+	 * The key's holder is back (its old connection lost with a link or
+	 * a crash, and not failed on our side yet): the new one wins.
+	 */
+	if (p->state == PEER_LIVE)
+		peer_drop(svc, p, "the key's holder joined again");
 	code = peer_accept(svc, p, cm, &h, c->nonce);
 	if (code) {
 		reject(cm, code, NULL);
@@ -292,7 +298,8 @@ static void on_completion(void *arg, const struct ibv_wc *wc)
 		srd_conn_fail(&p->conn, -EPROTO);
 		return;
 	}
-	proto_ring(svc->sh->srv.peer[p->id].in_fd[m.vector]);
+	if (m.type == SRD_NOTIFY)
+		proto_ring(svc->sh->srv.peer[p->id].in_fd[m.vector]);
 	if (srd_conn_recv(&p->conn, idx))
 		srd_conn_fail(&p->conn, -EIO);
 }
@@ -359,9 +366,19 @@ static void *service_thread(void *arg)
 	struct srd_service *svc = arg;
 	struct pollfd pfd[SIVSHM_MAX_REDUCERS + 2];
 	uint32_t who[SIVSHM_MAX_REDUCERS + 2];
+	int64_t next_ping = proto_now_ms() + SRD_HEARTBEAT_MS;
 
 	for (;;) {
+		int64_t now = proto_now_ms();
 		unsigned int n = 0;
+
+		if (now >= next_ping) {
+			/* A reducer that is gone fails within the retries. */
+			for (uint32_t j = 1; j <= SIVSHM_MAX_REDUCERS; j++)
+				if (svc->peer[j].state == PEER_LIVE)
+					srd_conn_ping(&svc->peer[j].conn);
+			next_ping = now + SRD_HEARTBEAT_MS;
+		}
 
 		pfd[n++] = (struct pollfd) { .fd = svc->stop, .events = POLLIN };
 		pfd[n++] = (struct pollfd) { .fd = svc->ch->fd,
@@ -375,7 +392,7 @@ static void *service_thread(void *arg)
 				.events = POLLIN,
 			};
 		}
-		if (poll(pfd, n, -1) < 0) {
+		if (poll(pfd, n, (int)(next_ping - now)) < 0) {
 			if (errno == EINTR)
 				continue;
 			sivshm_log("mapper: RDMA service: poll: %s",
@@ -519,7 +536,7 @@ int srd_service_notify(struct srd_service *svc, uint32_t peer,
 
 	pthread_rwlock_rdlock(&svc->state_lock);
 	if (p->state == PEER_LIVE)
-		seq = srd_conn_send(&p->conn, &m);
+		seq = srd_conn_send(&p->conn, &m, SRD_POST_TIMEOUT_MS);
 	pthread_rwlock_unlock(&svc->state_lock);
 	return seq < 0 ? (int)seq : 0;
 }

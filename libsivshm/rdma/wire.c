@@ -159,8 +159,10 @@ int srd_msg_decode(const uint8_t *buf, size_t len, uint32_t nvectors,
 	m->vector = get16(buf + 2);
 	m->offset = get64(buf + 8);
 	m->length = get64(buf + 16);
-	if (m->type != SRD_NOTIFY)
+	if (m->type != SRD_NOTIFY && m->type != SRD_PING)
 		BAD("unknown message type");
+	if (m->type == SRD_PING && (m->vector || m->offset || m->length))
+		BAD("a ping with a vector or a range");
 	if (get32(buf + 4))
 		BAD("reserved bytes set");
 	if (m->vector >= nvectors)

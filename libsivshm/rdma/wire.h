@@ -46,7 +46,7 @@ struct srd_hello {
 enum srd_code {
 	SRD_CHALLENGE = 1,	/* nonce_m holds the challenge to answer */
 	SRD_E_ID = 2,		/* the id is not one this mapper serves remotely */
-	SRD_E_BUSY = 3,		/* a reducer with this id is connected */
+	SRD_E_BUSY = 3,		/* a reducer with this id is joining */
 	SRD_E_AUTH = 4,		/* wrong key, or a challenge spent or expired */
 	SRD_E_VECTORS = 5,	/* vector count differs from the mapper's */
 	SRD_E_MALFORMED = 6,	/* not a well-formed request */
@@ -78,12 +78,17 @@ struct srd_welcome {
 /*
  * A SEND on an established connection.  NOTIFY rings @vector; from the
  * mapper it also names the bytes of the slot that changed, which the
- * reducer reads before it rings its own eventfd.
+ * reducer reads before it rings its own eventfd.  PING (vector, offset
+ * and length 0) is each side's heartbeat: a peer that cannot be reached
+ * fails the connection within the transport's retries.
  */
 #define SRD_MSG_SIZE		24
 enum srd_msg_type {
 	SRD_NOTIFY = 1,
+	SRD_PING = 2,
 };
+/* Each side pings every connection this often. */
+#define SRD_HEARTBEAT_MS	2000
 
 struct srd_msg {
 	uint16_t type;

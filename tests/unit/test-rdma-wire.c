@@ -211,7 +211,15 @@ static void messages(void)
 	m.vector = 2;
 	T_EQ(msg_dec(&m, SRD_MSG_SIZE), -EBADMSG);
 	m.vector = 0;
-	m.type = 2;
+	m.type = SRD_PING;			/* a heartbeat: all zero */
+	T_EQ(msg_dec(&m, SRD_MSG_SIZE), 0);
+	m.length = 1;
+	T_EQ(msg_dec(&m, SRD_MSG_SIZE), -EBADMSG);
+	m.length = 0;
+	m.vector = 1;
+	T_EQ(msg_dec(&m, SRD_MSG_SIZE), -EBADMSG);
+	m.vector = 0;
+	m.type = 3;
 	T_EQ(msg_dec(&m, SRD_MSG_SIZE), -EBADMSG);
 	m.type = SRD_NOTIFY;
 	srd_msg_encode(&m, buf);
