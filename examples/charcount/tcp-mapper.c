@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * charcount over TCP, the baseline for a network between VMs (virtio-net):
- * the same rounds as charcount-mapper, sent to the reducers over loopback.
+ * charcount over TCP, the baseline for a network between VMs (virtio-net)
+ * and between hosts: the same rounds as charcount-mapper, sent to the
+ * reducers over loopback, or from the IPv4 address --addr.
  *
  *   charcount-tcp-mapper --port P --reducers N --size BYTES
  *                        --random BYTES [--seed S] [--char C]
- *                        [--threads T] [--timeout MS]
+ *                        [--threads T] [--timeout MS] [--addr A.B.C.D]
  *
  * --size is the shared region sivshm would use: a chunk holds what a slot
  * would, size / (N + 1) rounded down to 4096 less the 128-byte mailbox, so
@@ -20,6 +21,7 @@
  * counts; each is summed per thread and the slowest thread's figure is
  * reported.  ready_ms is the time from listen() until every reducer is in.
  */
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
@@ -91,12 +93,12 @@ static const struct cc_transport tcp_ops = {
 	.stop = tcp_stop,
 };
 
-static int listen_loopback(uint16_t port)
+static int listen_on(struct in_addr addr, uint16_t port)
 {
 	struct sockaddr_in sin = {
 		.sin_family = AF_INET,
 		.sin_port = htons(port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+		.sin_addr = addr,
 	};
 	int one = 1, fd, err;
 
@@ -211,12 +213,13 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: charcount-tcp-mapper --port P --reducers N --size BYTES\n"
 		"         --random BYTES [--seed S] [--char C] [--threads T]\n"
-		"         [--timeout MS]\n");
+		"         [--timeout MS] [--addr A.B.C.D]\n");
 	exit(2);
 }
 
 static void parse_args(int argc, char **argv, struct cc_job *job,
-		       uint64_t *size, unsigned long *port)
+		       uint64_t *size, unsigned long *port,
+		       struct in_addr *addr)
 {
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -227,10 +230,12 @@ static void parse_args(int argc, char **argv, struct cc_job *job,
 		{ "char", required_argument, NULL, 'c' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "addr", required_argument, NULL, 'a' },
 		{ 0 }
 	};
 	int c;
 
+	addr->s_addr = htonl(INADDR_LOOPBACK);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': *port = strtoul(optarg, NULL, 0); break;
@@ -241,6 +246,10 @@ static void parse_args(int argc, char **argv, struct cc_job *job,
 		case 'c': job->ch = optarg[0]; break;
 		case 't': job->nthreads = strtoul(optarg, NULL, 0); break;
 		case 'T': job->timeout_ms = atoi(optarg); break;
+		case 'a':
+			if (inet_pton(AF_INET, optarg, addr) != 1)
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -273,16 +282,17 @@ int main(int argc, char **argv)
 	};
 	struct cc_job *cc = &job.cc;
 	uint64_t size = 0, t_listen, t_ready, t_end;
+	struct in_addr addr;
 	unsigned long port = 0;
 	int lfd, err;
 
-	parse_args(argc, argv, cc, &size, &port);
+	parse_args(argc, argv, cc, &size, &port, &addr);
 	if (geometry(cc, size))
 		return 1;
 	for (uint32_t j = 0; j <= SIVSHM_MAX_REDUCERS; j++)
 		job.fd[j] = -1;
 
-	lfd = listen_loopback(port);
+	lfd = listen_on(addr, port);
 	if (lfd < 0) {
 		fprintf(stderr, "charcount-tcp: cannot listen on port %lu: %s\n",
 			port, strerror(-lfd));

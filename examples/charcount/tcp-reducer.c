@@ -3,12 +3,15 @@
  * charcount over TCP, reducer: receive each chunk whole, as a slot would
  * hold it, count one byte in it and send the count back.
  *
- *   charcount-tcp-reducer --port P --id J [--timeout MS]
+ *   charcount-tcp-reducer --port P --id J [--timeout MS] [--addr A.B.C.D]
+ *
+ * --addr is the mapper's IPv4 address (loopback by default).
  *
  * The protocol is in tcp-mapper.c.  The mapper is trusted, but a capacity
  * above TCP_MAX_CHUNK, a chunk longer than the capacity or a byte above 255
  * is refused all the same.
  */
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
@@ -34,12 +37,13 @@ static int setup(int fd, int timeout_ms)
 }
 
 /* Connect to the mapper, retrying while it is not listening yet. */
-static int connect_mapper(uint16_t port, uint32_t id, int timeout_ms)
+static int connect_mapper(struct in_addr addr, uint16_t port, uint32_t id,
+			  int timeout_ms)
 {
 	struct sockaddr_in sin = {
 		.sin_family = AF_INET,
 		.sin_port = htons(port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+		.sin_addr = addr,
 	};
 	uint64_t deadline = cc_now_ns() + timeout_ms * 1000000ULL;
 	uint32_t le = htole32(id);
@@ -120,7 +124,7 @@ static int serve(int fd, uint32_t id)
 static void usage(void)
 {
 	fprintf(stderr, "usage: charcount-tcp-reducer --port P --id J "
-		"[--timeout MS]\n");
+		"[--timeout MS] [--addr A.B.C.D]\n");
 	exit(2);
 }
 
@@ -130,8 +134,10 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "id", required_argument, NULL, 'i' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "addr", required_argument, NULL, 'a' },
 		{ 0 }
 	};
+	struct in_addr addr = { .s_addr = htonl(INADDR_LOOPBACK) };
 	unsigned long port = 0, id = 0;
 	int timeout_ms = 60000, c, fd, err;
 
@@ -140,6 +146,10 @@ int main(int argc, char **argv)
 		case 'p': port = strtoul(optarg, NULL, 0); break;
 		case 'i': id = strtoul(optarg, NULL, 0); break;
 		case 't': timeout_ms = atoi(optarg); break;
+		case 'a':
+			if (inet_pton(AF_INET, optarg, &addr) != 1)
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -147,7 +157,7 @@ int main(int argc, char **argv)
 	    timeout_ms <= 0)
 		usage();
 
-	fd = connect_mapper(port, id, timeout_ms);
+	fd = connect_mapper(addr, port, id, timeout_ms);
 	if (fd < 0) {
 		fprintf(stderr, "reducer %lu: cannot connect: %s\n", id,
 			strerror(-fd));
