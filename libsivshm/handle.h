@@ -74,6 +74,15 @@ struct sivshm {
 	int cb_stop;			/* eventfd; -1 when no thread runs */
 };
 
+/*
+ * A mailbox line (its sequence, then its words) out of and into a slot,
+ * for a remote peer (mbox.c): @resp picks the response line.
+ */
+void sivshm_mbox_line_get(struct sivshm_mbox *mb, int resp,
+			  uint64_t line[1 + SIVSHM_MBOX_WORDS]);
+void sivshm_mbox_line_put(struct sivshm_mbox *mb, int resp,
+			  const uint64_t line[1 + SIVSHM_MBOX_WORDS]);
+
 struct sivshm *sivshm_handle_new(const struct sivshm_ops *ops, uint32_t id,
 				 uint32_t nvectors, uint32_t flags);
 void sivshm_handle_free(struct sivshm *sh);

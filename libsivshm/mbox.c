@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include "handle.h"
 #include "sivshm.h"
 
 static int64_t now_ns(void)
@@ -84,4 +85,27 @@ int sivshm_mbox_wait_response(struct sivshm_mbox *mb, uint64_t seq,
 			      uint64_t resp[SIVSHM_MBOX_WORDS])
 {
 	return wait_seq(&mb->resp_seq, mb->resp, seq, timeout_ms, resp);
+}
+
+/*
+ * A remote peer's mailbox (libsivshm/rdma/): a slot's line travels in a
+ * message, its sequence first.  Getting it is the poster's own line,
+ * read in any order; putting it publishes as a post does.
+ */
+void sivshm_mbox_line_get(struct sivshm_mbox *mb, int resp,
+			  uint64_t line[1 + SIVSHM_MBOX_WORDS])
+{
+	uint64_t *seq = resp ? &mb->resp_seq : &mb->req_seq;
+	uint64_t *words = resp ? mb->resp : mb->req;
+
+	line[0] = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < SIVSHM_MBOX_WORDS; i++)
+		line[1 + i] = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
+}
+
+void sivshm_mbox_line_put(struct sivshm_mbox *mb, int resp,
+			  const uint64_t line[1 + SIVSHM_MBOX_WORDS])
+{
+	post(resp ? &mb->resp_seq : &mb->req_seq, resp ? mb->resp : mb->req,
+	     line[0], line + 1);
 }

@@ -205,6 +205,8 @@ static void ring_done(struct srd_reducer *r, struct sivshm *sh)
 			pthread_cond_broadcast(&sh->peers_changed);
 			pthread_mutex_unlock(&sh->lock);
 		} else {
+			/* The bytes are in: now the request may be seen. */
+			sivshm_mbox_line_put(sh->slot, 0, pr->line);
 			proto_ring(sh->own_fd[pr->vector]);
 			if (srd_conn_recv(&r->conn, pr->idx))
 				srd_conn_fail(&r->conn, -EIO);
@@ -219,7 +221,7 @@ static void ring_done(struct srd_reducer *r, struct sivshm *sh)
  * mapper's slot into ours for it.  0, or the connection is failed.
  */
 static int fifo_read(struct sivshm *sh, uint32_t vector, uint32_t idx,
-		     uint64_t off, uint64_t len)
+		     uint64_t off, uint64_t len, const uint64_t *line)
 {
 	struct srd_reducer *r = sh->rdma;
 	struct pending_ring *pr = &r->ring[(r->head + r->count) % SRD_FIFO];
@@ -228,6 +230,8 @@ static int fifo_read(struct sivshm *sh, uint32_t vector, uint32_t idx,
 	pr->vector = vector;
 	pr->reads = 0;
 	pr->idx = idx;
+	if (line)
+		memcpy(pr->line, line, sizeof(pr->line));
 	r->count++;
 	while (len) {
 		uint64_t n = len < SRD_CHUNK ? len : SRD_CHUNK;
@@ -244,6 +248,19 @@ static int fifo_read(struct sivshm *sh, uint32_t vector, uint32_t idx,
 	}
 	ring_done(r, sh);
 	return 0;
+}
+
+/*
+ * The part of [*@off, +*@len) past the mailbox, which RDMA moves; the
+ * mailbox's lines travel in the NOTIFYs, each side's own.
+ */
+static void bulk_range(uint64_t *off, uint64_t *len)
+{
+	uint64_t end = *off + *len;
+
+	if (*off < SIVSHM_MBOX_SIZE)
+		*off = SIVSHM_MBOX_SIZE;
+	*len = end > *off ? end - *off : 0;
 }
 
 static void on_completion(void *arg, const struct ibv_wc *wc)
@@ -274,7 +291,8 @@ static void on_completion(void *arg, const struct ibv_wc *wc)
 			srd_conn_fail(&r->conn, -EIO);
 		return;
 	}
-	fifo_read(sh, m.vector, idx, m.offset, m.length);
+	bulk_range(&m.offset, &m.length);
+	fifo_read(sh, m.vector, idx, m.offset, m.length, m.line);
 }
 
 static void set_disconnected(struct sivshm *sh, const char *why)
@@ -485,7 +503,7 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 	 * Read the whole slot first: a reducer rejoining finds what the
 	 * mapper left there (a pending request), as on one host.
 	 */
-	err = fifo_read(sh, SRD_NO_VECTOR, 0, 0, w.slice_size);
+	err = fifo_read(sh, SRD_NO_VECTOR, 0, 0, w.slice_size, NULL);
 	if (err) {
 		why = "reading the slot";
 		goto err_log;
@@ -589,6 +607,9 @@ static int remote_notify(struct sivshm *sh, uint32_t peer, uint32_t vector,
 	(void)peer;
 	if (!remote_connected(sh))
 		return -ENOTCONN;
+	bulk_range(&off, &left);
+	/* Our response line travels with the NOTIFY, after the bytes. */
+	sivshm_mbox_line_get(sh->slot, 1, m.line);
 	while (left) {
 		uint64_t n = left < SRD_CHUNK ? left : SRD_CHUNK;
 

@@ -23,6 +23,7 @@ struct pending_ring {
 	uint32_t vector;
 	uint32_t reads;			/* READs not yet completed */
 	uint32_t idx;			/* its receive buffer, reposted then */
+	uint64_t line[SRD_LINE_WORDS];	/* the mapper's request line */
 };
 
 struct srd_reducer {

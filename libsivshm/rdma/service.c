@@ -279,7 +279,19 @@ static int on_request(struct srd_service *svc, struct rdma_cm_event *ev)
 	return 1;
 }
 
-/* A NOTIFY from a remote reducer: ring the mapper's eventfd for it. */
+/* Reducer @id's mailbox: the start of its slot. */
+static struct sivshm_mbox *peer_mbox(struct srd_service *svc, uint32_t id)
+{
+	struct sivshm *sh = svc->sh;
+
+	return (struct sivshm_mbox *)((uint8_t *)sh->region.base +
+				      sivshm_slot_offset(&sh->geo, id));
+}
+
+/*
+ * A NOTIFY from a remote reducer: publish its response line, then ring
+ * the mapper's eventfd for it.
+ */
 static void on_completion(void *arg, const struct ibv_wc *wc)
 {
 	struct srd_peer *p = arg;
@@ -298,8 +310,11 @@ static void on_completion(void *arg, const struct ibv_wc *wc)
 		srd_conn_fail(&p->conn, -EPROTO);
 		return;
 	}
-	if (m.type == SRD_NOTIFY)
+	if (m.type == SRD_NOTIFY) {
+		/* Its bytes were written before this SEND completed. */
+		sivshm_mbox_line_put(peer_mbox(svc, p->id), 1, m.line);
 		proto_ring(svc->sh->srv.peer[p->id].in_fd[m.vector]);
+	}
 	if (srd_conn_recv(&p->conn, idx))
 		srd_conn_fail(&p->conn, -EIO);
 }
@@ -534,6 +549,8 @@ int srd_service_notify(struct srd_service *svc, uint32_t peer,
 	struct srd_peer *p = &svc->peer[peer];
 	int64_t seq = -ENOTCONN;
 
+	/* The request line is ours: it travels with the NOTIFY. */
+	sivshm_mbox_line_get(peer_mbox(svc, peer), 0, m.line);
 	pthread_rwlock_rdlock(&svc->state_lock);
 	if (p->state == PEER_LIVE)
 		seq = srd_conn_send(&p->conn, &m, SRD_POST_TIMEOUT_MS);

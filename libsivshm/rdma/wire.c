@@ -147,6 +147,8 @@ void srd_msg_encode(const struct srd_msg *m, uint8_t *buf)
 	put16(buf + 2, m->vector);
 	put64(buf + 8, m->offset);
 	put64(buf + 16, m->length);
+	for (int i = 0; i < SRD_LINE_WORDS; i++)
+		put64(buf + 24 + 8 * i, m->line[i]);
 }
 
 int srd_msg_decode(const uint8_t *buf, size_t len, uint32_t nvectors,
@@ -159,10 +161,12 @@ int srd_msg_decode(const uint8_t *buf, size_t len, uint32_t nvectors,
 	m->vector = get16(buf + 2);
 	m->offset = get64(buf + 8);
 	m->length = get64(buf + 16);
+	for (int i = 0; i < SRD_LINE_WORDS; i++)
+		m->line[i] = get64(buf + 24 + 8 * i);
 	if (m->type != SRD_NOTIFY && m->type != SRD_PING)
 		BAD("unknown message type");
-	if (m->type == SRD_PING && (m->vector || m->offset || m->length))
-		BAD("a ping with a vector or a range");
+	if (m->type == SRD_PING && !all_zero(buf + 2, SRD_MSG_SIZE - 2))
+		BAD("a ping that carries something");
 	if (get32(buf + 4))
 		BAD("reserved bytes set");
 	if (m->vector >= nvectors)

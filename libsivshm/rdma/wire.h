@@ -76,13 +76,17 @@ struct srd_welcome {
 };
 
 /*
- * A SEND on an established connection.  NOTIFY rings @vector; from the
- * mapper it also names the bytes of the slot that changed, which the
- * reducer reads before it rings its own eventfd.  PING (vector, offset
- * and length 0) is each side's heartbeat: a peer that cannot be reached
- * fails the connection within the transport's retries.
+ * A SEND on an established connection.  NOTIFY rings @vector and names
+ * the bytes of the slot that changed past the mailbox, which the reducer
+ * moves (reads, or wrote before) by RDMA; it carries the sender's own
+ * mailbox line (the mapper's request line, the reducer's response line:
+ * sequence, then SIVSHM_MBOX_WORDS words), which the receiver publishes
+ * as sivshm_mbox_post_*() do, after the bytes.  PING (everything else 0)
+ * is each side's heartbeat: a peer that cannot be reached fails the
+ * connection within the transport's retries.
  */
-#define SRD_MSG_SIZE		24
+#define SRD_LINE_WORDS		(1 + SIVSHM_MBOX_WORDS)
+#define SRD_MSG_SIZE		(24 + 8 * SRD_LINE_WORDS)
 enum srd_msg_type {
 	SRD_NOTIFY = 1,
 	SRD_PING = 2,
@@ -95,6 +99,7 @@ struct srd_msg {
 	uint16_t vector;
 	uint64_t offset;
 	uint64_t length;
+	uint64_t line[SRD_LINE_WORDS];
 };
 
 void srd_hello_encode(const struct srd_hello *h, uint8_t *buf);

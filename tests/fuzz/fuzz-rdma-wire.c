@@ -17,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t out[SRD_WELCOME_SIZE];
+	uint8_t out[SRD_MSG_SIZE > SRD_WELCOME_SIZE ? SRD_MSG_SIZE :
+		    SRD_WELCOME_SIZE];
 	const char *why = NULL;
 	struct srd_welcome w;
 	struct srd_reject r;

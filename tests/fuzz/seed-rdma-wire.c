@@ -32,7 +32,8 @@ int main(int argc, char **argv)
 		.region_size = 8192, .addr = 0x10000, .rkey = 7,
 	};
 	struct srd_msg m = { .type = SRD_NOTIFY, .length = 4096 };
-	uint8_t buf[SRD_WELCOME_SIZE];
+	uint8_t buf[SRD_MSG_SIZE > SRD_WELCOME_SIZE ? SRD_MSG_SIZE :
+		    SRD_WELCOME_SIZE];
 	int err = 0;
 
 	if (argc != 2) {

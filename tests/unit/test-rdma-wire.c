@@ -180,7 +180,8 @@ static int msg_dec(const struct srd_msg *m, size_t len)
 	T_ASSERT(!err || why, "a refusal without a reason");
 	if (!err)
 		T_ASSERT(d.type == m->type && d.vector == m->vector &&
-			 d.offset == m->offset && d.length == m->length,
+			 d.offset == m->offset && d.length == m->length &&
+			 !memcmp(d.line, m->line, sizeof(d.line)),
 			 "message round trip");
 	return err;
 }
@@ -188,7 +189,8 @@ static int msg_dec(const struct srd_msg *m, size_t len)
 static void messages(void)
 {
 	struct srd_msg m = { .type = SRD_NOTIFY, .vector = 1,
-			     .offset = 4096, .length = 8192 };
+			     .offset = 4096, .length = 8192,
+			     .line = { 7, 1, 2, 3, UINT64_MAX, 5, 6, 0 } };
 	uint8_t buf[SRD_MSG_SIZE];
 	struct srd_msg d;
 	const char *why;
@@ -212,6 +214,8 @@ static void messages(void)
 	T_EQ(msg_dec(&m, SRD_MSG_SIZE), -EBADMSG);
 	m.vector = 0;
 	m.type = SRD_PING;			/* a heartbeat: all zero */
+	T_EQ(msg_dec(&m, SRD_MSG_SIZE), -EBADMSG);	/* but the line */
+	memset(m.line, 0, sizeof(m.line));
 	T_EQ(msg_dec(&m, SRD_MSG_SIZE), 0);
 	m.length = 1;
 	T_EQ(msg_dec(&m, SRD_MSG_SIZE), -EBADMSG);

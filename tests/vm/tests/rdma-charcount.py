@@ -37,8 +37,10 @@ fi
 cat /tmp/local2.out
 grep -q "Object is remote" /tmp/local2.out
 charcount-reducer --socket /tmp/cc.sock --id 1 --mode irq &
-wait $mapper
+status=0
+wait $mapper || status=$?
 cat /tmp/mapper.out
+exit $status
 """ % (JOB, PORT)
 
 REMOTE = """
