@@ -72,6 +72,7 @@ uint64_t cc_slots_ready(struct cc_slots *s, uint64_t slice, uint64_t ready_ns)
 	       cc->nreducers, ready_ns / 1e6, (unsigned long long)cc->total,
 	       (unsigned long long)cc->rounds, (unsigned long long)slice,
 	       s->irq ? "irq" : "poll", cc->nthreads);
+	fflush(stdout);		/* the job has started: say so now */
 	return cc_now_ns();
 }
 
@@ -101,12 +102,18 @@ int cc_serve(struct cc_reducer *r)
 	int err;
 
 	seq = __atomic_load_n(&r->mb->resp_seq, __ATOMIC_ACQUIRE) + 1;
+	if (seq > 1)
+		printf("reducer %u: resuming at request %llu\n", r->id,
+		       (unsigned long long)seq);
 	for (;; seq++) {
 		err = r->ops->wait(r, seq, req);
 		if (err == -ERESTART) {
 			data = (uint8_t *)r->mb + SIVSHM_MBOX_SIZE;
 			seq = __atomic_load_n(&r->mb->resp_seq,
 					      __ATOMIC_ACQUIRE);
+			printf("reducer %u: serving again at request %llu\n",
+			       r->id, (unsigned long long)seq + 1);
+			fflush(stdout);
 			continue;
 		}
 		if (err) {
