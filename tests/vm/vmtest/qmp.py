@@ -52,14 +52,16 @@ class Qmp:
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
-    def send(self, name, **args):
-        """Send a command without waiting: answer() takes its answer."""
+    def send(self, name, /, **args):
+        """Send a command without waiting: answer() takes its answer.
+        @name is positional only: a command's arguments may have a "name"
+        (set_link)."""
         msg = {"execute": name}
         if args:
             msg["arguments"] = args
         self.sock.sendall(json.dumps(msg).encode() + b"\n")
 
-    def cmd(self, name, error_ok=False, **args):
+    def cmd(self, name, /, error_ok=False, **args):
         self.send(name, **args)
         return self.answer(name, error_ok)
 
