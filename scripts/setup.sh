@@ -84,6 +84,11 @@ pkgs="$pkgs clang libclang-rt-dev"
 # checker of the shell the guests run, shellcheck
 pkgs="$pkgs busybox-static cpio kmod seabios qemu-system-data ipxe-qemu dkms openssl
 	linux-source shellcheck"
+# the RDMA guest programs: static verbs and RDMA CM with the Soft-RoCE
+# provider (libibverbs-dev has its static library, librxe-rdmav34.a), and
+# libnl, which libibverbs asks netlink with (libibverbs-dev depends on it;
+# named for the static libraries the programs link)
+pkgs="$pkgs libibverbs-dev librdmacm-dev libnl-3-dev libnl-route-3-dev"
 # modules for the 6.12 kernel: its kbuild adds BTF to every module (pahole)
 pkgs="$pkgs dwarves"
 # the Debian 13 root that libvirt-domains-11 and make check-debian13 run in
