@@ -89,7 +89,9 @@ pkgs="$pkgs dwarves"
 # the Debian 13 root that libvirt-domains-11 and make check-debian13 run in
 pkgs="$pkgs debootstrap"
 # Remote reducers: rdma-core (verbs, RDMA CM, the Soft-RoCE provider) and
-# libsodium, shared and static (the guests' programs are static).
+# libsodium, shared and static: the guests' programs are static
+# (libibverbs-dev has librxe-rdmav34.a; libnl, which libibverbs asks
+# netlink with, is named for its static libraries)
 pkgs="$pkgs libibverbs-dev librdmacm-dev ibverbs-providers libsodium-dev
 	libnl-3-dev libnl-route-3-dev"
 # make bench's plot of pibooster's flush rate

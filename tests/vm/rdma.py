@@ -31,7 +31,8 @@ QEMU_UP_S = 60
 
 
 def programs():
-    return [builddir("tests", "vm", "guest", "rxe-link")]
+    return [builddir("tests", "vm", "guest", "rxe-link"),
+            builddir("tests", "vm", "guest", "rdma-ping")]
 
 
 def addr(i):
