@@ -83,6 +83,12 @@ void sivshm_mbox_line_get(struct sivshm_mbox *mb, int resp,
 void sivshm_mbox_line_put(struct sivshm_mbox *mb, int resp,
 			  const uint64_t line[1 + SIVSHM_MBOX_WORDS]);
 
+/*
+ * A reducer's wait_peers, host or remote: it does not rejoin by itself,
+ * so its mapper (bit 0 of @mask) is there (@connected) or gone.
+ */
+int sivshm_reducer_wait_peers(uint64_t mask, int connected);
+
 struct sivshm *sivshm_handle_new(const struct sivshm_ops *ops, uint32_t id,
 				 uint32_t nvectors, uint32_t flags);
 void sivshm_handle_free(struct sivshm *sh);

@@ -451,14 +451,10 @@ static int reducer_peers(struct sivshm *sh, uint64_t *bitmap)
 	return 0;
 }
 
-/* The host backend does not rejoin: the mapper is there or gone. */
 static int reducer_wait_peers(struct sivshm *sh, uint64_t mask,
 			      int timeout_ms)
 {
-	(void)timeout_ms;
-	if (mask & ~1ULL)
-		return -EINVAL;
-	return !mask || reducer_connected(sh) ? 0 : -ENOTCONN;
+	return sivshm_reducer_wait_peers(mask, reducer_connected(sh));
 }
 
 /* The slot is shared memory: the range needs no moving. */

@@ -576,13 +576,9 @@ static int remote_peers(struct sivshm *sh, uint64_t *bitmap)
 	return 0;
 }
 
-/* As on the host: no rejoining; the mapper is there or gone. */
 static int remote_wait_peers(struct sivshm *sh, uint64_t mask, int timeout_ms)
 {
-	(void)timeout_ms;
-	if (mask & ~1ULL)
-		return -EINVAL;
-	return !mask || remote_connected(sh) ? 0 : -ENOTCONN;
+	return sivshm_reducer_wait_peers(mask, remote_connected(sh));
 }
 
 /*

@@ -48,6 +48,13 @@ struct sivshm *sivshm_handle_new(const struct sivshm_ops *ops, uint32_t id,
 	return sh;
 }
 
+int sivshm_reducer_wait_peers(uint64_t mask, int connected)
+{
+	if (mask & ~1ULL)
+		return -EINVAL;
+	return !mask || connected ? 0 : -ENOTCONN;
+}
+
 void sivshm_handle_free(struct sivshm *sh)
 {
 	pthread_mutex_destroy(&sh->lock);
