@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 import unittest
 
-from vmtest import (FrameError, Guest, HarnessError, Result, Running, boot,
-                    encode_frame, emulator_fault, find_splats, guest_sh,
+from vmtest import (L2_BOOT_STALL, FrameError, Guest, HarnessError, Result,
+                    Running, boot, encode_frame, emulator_fault, find_splats, guest_sh,
                     nested_result, parse_frames, remove_user_dirs,
                     resolve_modules, user_can, user_dir)
 from vmtest import user as vmuser
@@ -157,6 +157,15 @@ class Killed(unittest.TestCase):
         self.assertIn("scheduling while atomic", emulator_fault(r))
         r = Result("t", channel(("exit", b"0")),
                    b"[ 9.1] BUG: kernel NULL pointer dereference", False, 0)
+        self.assertIsNone(emulator_fault(r))
+        # A level 1 that passed, its level 2 killed before its script ran.
+        stall = "vmtest: level 2 g: " + L2_BOOT_STALL + "\n"
+        r = Result("t", channel(("out", stall.encode()), ("exit", b"0")),
+                   b"", False, 0)
+        self.assertEqual(r.outcome, "pass")
+        self.assertIn(L2_BOOT_STALL, emulator_fault(r))
+        r = Result("t", channel(("out", b"vmtest: level 2 g ended: 0\n"),
+                                ("exit", b"0")), b"", False, 0)
         self.assertIsNone(emulator_fault(r))
 
 

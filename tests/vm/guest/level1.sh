@@ -8,8 +8,10 @@
 #                     wait until NAME's console shows PATTERN; fails when
 #                     NAME ended without it
 # Each is bounded by VMTEST_L2_TIMEOUT seconds of level 1's clock.  From
-# /etc/vmtest/env: VMTEST_L2_FIRST, the first level-2 guest's name, and
-# VMTEST_KVM_RUN_FAILED, what QEMU prints when KVM_RUN fails.
+# /etc/vmtest/env: VMTEST_L2_FIRST, the first level-2 guest's name,
+# VMTEST_KVM_RUN_FAILED, what QEMU prints when KVM_RUN fails, and
+# VMTEST_L2_BOOT_STALL, what to say of a level 2 killed at its bound
+# before its script ran (the harness then tries level 1 again).
 # busybox's sh, which runs this, has local.
 # shellcheck disable=SC3043
 
@@ -50,6 +52,8 @@ run_l2() {
 		fi
 		if [ "$(now)" -ge "$end" ]; then
 			echo "vmtest: level 2 $n: no end within $VMTEST_L2_TIMEOUT s"
+			grep -q "vmtest: running $n" "/tmp/$n.console" ||
+				echo "vmtest: level 2 $n: $VMTEST_L2_BOOT_STALL"
 			kill -9 "$pid" 2>/dev/null || true
 			break
 		fi

@@ -47,8 +47,8 @@ from .nested import NESTED_ACCEL, NESTED_CPU, nested, nested_result
 from .qemu import (KVM_ACCEL, TCG_ACCEL, Running, firmware_files, host_accel,
                    kill_guests, shared_libraries)
 from .qmp import Qmp, qmp_up
-from .result import (FAIL, FRAME_MAGIC, KVM_RUN_FAILED, PASS, RESULT_PORT,
-                     SKIP, FrameError, HarnessError, Result, check,
+from .result import (FAIL, FRAME_MAGIC, KVM_RUN_FAILED, L2_BOOT_STALL, PASS,
+                     RESULT_PORT, SKIP, FrameError, HarnessError, Result, check,
                      emulator_fault, encode_frame, find_splats, main,
                      parse_frames, skip)
 from .user import UserDir, remove_user_dirs, user_can, user_dir
@@ -61,7 +61,8 @@ __all__ = [
     "KVM_ACCEL", "TCG_ACCEL", "Running", "firmware_files", "host_accel",
     "kill_guests", "shared_libraries",
     "Qmp", "qmp_up",
-    "FAIL", "FRAME_MAGIC", "KVM_RUN_FAILED", "PASS", "RESULT_PORT", "SKIP",
+    "FAIL", "FRAME_MAGIC", "KVM_RUN_FAILED", "L2_BOOT_STALL", "PASS",
+    "RESULT_PORT", "SKIP",
     "FrameError", "HarnessError", "Result", "check", "emulator_fault",
     "encode_frame", "find_splats", "main", "parse_frames", "skip",
     "UserDir", "remove_user_dirs", "user_can", "user_dir",

@@ -240,7 +240,7 @@ def boot(guest, timeout=120, accel=None, emulator_retries=0):
             # The console's last lines say where a lost guest stopped.
             for ln in r.console.rstrip().splitlines()[-CONSOLE_TAIL:]:
                 log("  console: " + ln.rstrip())
-        fault = r.outcome != "pass" and emulator_fault(r)
+        fault = emulator_fault(r)
         if not fault or attempt == attempts:
             return r
         log("attempt %d of %d: %s (TCG's nested SVM, not the code under "

@@ -5,7 +5,7 @@ level-2 Results it carries back."""
 from .env import env_path
 from .guest import Guest, guest_sh
 from .qemu import firmware_files, shared_libraries
-from .result import KVM_RUN_FAILED, HarnessError, Result
+from .result import KVM_RUN_FAILED, L2_BOOT_STALL, HarnessError, Result
 
 # Level 2 inside a TCG level 1: TCG's -cpu max reports XSAVE state sizes
 # that disagree with the components it enables, and a 6.1 kernel booted on
@@ -72,7 +72,8 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
                     ("channel", "console", "stderr", "status")]
     env = {"VMTEST_L2_TIMEOUT": str(l2_timeout),
            "VMTEST_L2_FIRST": l2s[0].name,
-           "VMTEST_KVM_RUN_FAILED": KVM_RUN_FAILED}
+           "VMTEST_KVM_RUN_FAILED": KVM_RUN_FAILED,
+           "VMTEST_L2_BOOT_STALL": L2_BOOT_STALL}
     return Guest(l2s[0].name + "-l1", l1_script,
                  shell_libs=[guest_sh("level1.sh")], env=env,
                  kmods=["kvm", "kvm_amd"] + list(l1_kmods), files=files,

@@ -18,6 +18,10 @@ FRAME_MAGIC = b"SVT1"
 FRAME_MAX = 64 << 20
 # What QEMU prints when KVM_RUN fails (kvm_cpu_exec); the guest is stopped.
 KVM_RUN_FAILED = "error: kvm run failed"
+# What level 1 says of a level 2 killed at its bound before its script ran
+# (no "vmtest: running NAME" on its console): its clock stopped in its boot,
+# TCG's nested SVM losing its timer (docs/testing.md).
+L2_BOOT_STALL = "stalled in its boot, before its script ran"
 
 # Kernel lines that make a test fail, whatever the test printed.
 SPLAT_RE = re.compile(
@@ -188,7 +192,13 @@ EMULATOR_SPLAT = re.compile(r"scheduling while atomic: .*/0x0011|"
 
 
 def emulator_fault(r1):
-    """Why level 1 itself failed, if TCG's nested SVM is to blame."""
+    """Why level 1 failed, or its level 2 never ran its script, if TCG's
+    nested SVM is to blame; None if it is not."""
+    stalls = [l for l in r1.text().splitlines() if L2_BOOT_STALL in l]
+    if stalls:
+        return stalls[0].strip()
+    if r1.outcome == "pass":
+        return None
     if r1.lost:
         return "level 1 " + r1.lost
     bad = [s for s in r1.splats if EMULATOR_SPLAT.search(s)]
