@@ -55,21 +55,17 @@ static int wait_cm(struct srd_reducer *r, enum rdma_cm_event_type want,
 	}
 }
 
-static void reducer_teardown(struct srd_reducer *r, uint64_t slice)
+static void reducer_teardown(struct srd_reducer *r)
 {
 	if (r->cm && r->connected)
 		rdma_disconnect(r->cm);
 	srd_conn_destroy(&r->conn);
-	if (r->slot_mr)
-		ibv_dereg_mr(r->slot_mr);
-	r->slot_mr = NULL;
 	if (r->cm)
 		rdma_destroy_id(r->cm);
 	r->cm = NULL;
 	if (r->ch)
 		rdma_destroy_event_channel(r->ch);
 	r->ch = NULL;
-	(void)slice;
 }
 
 /* Why a REJECT came, as an errno and words. */
@@ -237,8 +233,9 @@ static int fifo_read(struct sivshm *sh, uint32_t vector, uint32_t idx,
 		uint64_t n = len < SRD_CHUNK ? len : SRD_CHUNK;
 
 		if (srd_conn_rdma(&r->conn, IBV_WR_RDMA_READ,
-				  (uint8_t *)sh->slot + off, r->slot_mr->lkey,
-				  r->remote_addr + off, r->rkey, n, 0)) {
+				  (uint8_t *)sh->slot + off,
+				  r->conn.slot_mr->lkey, r->remote_addr + off,
+				  r->rkey, n, 0)) {
 			srd_conn_fail(&r->conn, -EIO);
 			return -EIO;
 		}
@@ -450,7 +447,7 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 	srd_random(h.nonce_r, SRD_NONCE_BYTES);
 	err = attempt(r, (struct sockaddr *)&dst, &h, deadline, nonce_m, &w,
 		      &why);
-	reducer_teardown(r, 0);
+	reducer_teardown(r);
 	if (err != -EAGAIN) {
 		if (!err)
 			err = -EPROTO;	/* accepted without a proof */
@@ -487,10 +484,9 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 		goto err_log;
 	}
 	/* Our slot: local access only; the mapper never reaches it. */
-	r->slot_mr = ibv_reg_mr(r->conn.pd, sh->slot, w.slice_size,
+	err = srd_conn_reg_slot(&r->conn, sh->slot, w.slice_size,
 				IBV_ACCESS_LOCAL_WRITE);
-	if (!r->slot_mr) {
-		err = -errno;
+	if (err) {
 		why = "registering the slot (RLIMIT_MEMLOCK?)";
 		goto err_log;
 	}
@@ -531,7 +527,7 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 err_log:
 	sivshm_log("reducer %u: cannot join the mapper at %s: %s%s%s", id,
 		   address, strerror(-err), *why ? ": " : "", why);
-	reducer_teardown(r, 0);
+	reducer_teardown(r);
 	if (sh->slot)
 		munmap(sh->slot, w.slice_size);
 err_free:
@@ -549,7 +545,7 @@ static void remote_close(struct sivshm *sh)
 	if (write(r->stop, &one, sizeof(one)) == sizeof(one))
 		pthread_join(r->thread, NULL);
 	close(r->stop);
-	reducer_teardown(r, sh->geo.slice_size);
+	reducer_teardown(r);
 	munmap(sh->slot, sh->geo.slice_size);
 	proto_close_fds(sh->own_fd, sh->nvectors);
 	free(r);
@@ -611,7 +607,7 @@ static int remote_notify(struct sivshm *sh, uint32_t peer, uint32_t vector,
 
 		err = srd_conn_rdma(&r->conn, IBV_WR_RDMA_WRITE,
 				    (uint8_t *)sh->slot + off,
-				    r->slot_mr->lkey, r->remote_addr + off,
+				    r->conn.slot_mr->lkey, r->remote_addr + off,
 				    r->rkey, n, 0);
 		if (err)
 			return err;

@@ -29,8 +29,7 @@ struct pending_ring {
 struct srd_reducer {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *cm;
-	struct srd_conn conn;
-	struct ibv_mr *slot_mr;
+	struct srd_conn conn;		/* conn.slot_mr: our slot, local only */
 	uint64_t remote_addr;
 	uint32_t rkey;
 	/* FIFO of NOTIFYs in arrival order; reads complete in order too. */

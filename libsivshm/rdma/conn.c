@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "conn.h"
+#include "log.h"
 
 int srd_conn_create(struct srd_conn *c, struct rdma_cm_id *cm)
 {
@@ -96,18 +97,36 @@ err:
 
 void srd_conn_destroy(struct srd_conn *c)
 {
+	int err;
+
 	if (!c->pd)
 		return;
-	/* The queue pair first: nothing may touch the buffers after. */
+	/*
+	 * The queue pair first: nothing may touch the buffers after.  The
+	 * regions before their protection domain, which stays allocated
+	 * (EBUSY) while one is left.
+	 */
 	rdma_destroy_qp(c->cm);
+	if (c->slot_mr)
+		ibv_dereg_mr(c->slot_mr);
 	ibv_dereg_mr(c->msg_mr);
 	ibv_destroy_cq(c->cq);
 	ibv_destroy_comp_channel(c->ch);
-	ibv_dealloc_pd(c->pd);
+	err = ibv_dealloc_pd(c->pd);
+	if (err)
+		sivshm_log("rdma: a protection domain left allocated: %s",
+			   strerror(err));
 	free(c->msgs);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
 	memset(c, 0, sizeof(*c));
+}
+
+int srd_conn_reg_slot(struct srd_conn *c, void *addr, size_t len,
+		      int access)
+{
+	c->slot_mr = ibv_reg_mr(c->pd, addr, len, access);
+	return c->slot_mr ? 0 : errno ? -errno : -ENOMEM;
 }
 
 void srd_conn_fail(struct srd_conn *c, int err)

@@ -53,6 +53,7 @@ struct srd_conn {
 	struct ibv_cq *cq;
 	struct ibv_mr *msg_mr;
 	uint8_t *msgs;			/* SRD_RECV_DEPTH buffers */
+	struct ibv_mr *slot_mr;		/* the slot, once srd_conn_reg_slot() */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -68,8 +69,17 @@ struct srd_conn {
  * failure nothing is left.
  */
 int srd_conn_create(struct srd_conn *c, struct rdma_cm_id *cm);
-/* Destroy what srd_conn_create() made (the QP too); @cm is the caller's. */
+/*
+ * Destroy what srd_conn_create() and srd_conn_reg_slot() made (the QP
+ * too), every region before the protection domain; @cm is the caller's.
+ */
 void srd_conn_destroy(struct srd_conn *c);
+/*
+ * Register the slot, @len bytes at @addr, with @access in the
+ * connection's protection domain: c->slot_mr.  0 or -errno.
+ */
+int srd_conn_reg_slot(struct srd_conn *c, void *addr, size_t len,
+		      int access);
 
 /* Mark the connection failed (the first error wins) and wake waiters. */
 void srd_conn_fail(struct srd_conn *c, int err);

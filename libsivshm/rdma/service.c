@@ -47,8 +47,7 @@ struct srd_peer {
 	uint32_t id;
 	enum peer_state state;
 	struct rdma_cm_id *cm;
-	struct srd_conn conn;
-	struct ibv_mr *slot_mr;
+	struct srd_conn conn;		/* conn.slot_mr: the reducer's slot */
 	struct challenge chal[SRD_CHALLENGES];
 	unsigned int next_chal;
 };
@@ -110,9 +109,6 @@ static void peer_drop(struct srd_service *svc, struct srd_peer *p,
 	set_live(svc, p, PEER_FREE);
 	rdma_disconnect(cm);
 	srd_conn_destroy(&p->conn);
-	if (p->slot_mr)
-		ibv_dereg_mr(p->slot_mr);
-	p->slot_mr = NULL;
 	p->cm = NULL;
 	rdma_destroy_id(cm);
 }
@@ -171,13 +167,13 @@ static uint8_t peer_accept(struct srd_service *svc, struct srd_peer *p,
 		return SRD_E_RESOURCES;
 	}
 	/* The reducer's slot, alone in the reducer's protection domain. */
-	p->slot_mr = ibv_reg_mr(p->conn.pd, slot, sh->geo.slice_size,
+	err = srd_conn_reg_slot(&p->conn, slot, sh->geo.slice_size,
 				IBV_ACCESS_LOCAL_WRITE |
 				IBV_ACCESS_REMOTE_READ |
 				IBV_ACCESS_REMOTE_WRITE);
-	if (!p->slot_mr) {
+	if (err) {
 		sivshm_log("mapper: remote reducer %u: registering its slot: "
-			   "%s", p->id, strerror(errno));
+			   "%s", p->id, strerror(-err));
 		srd_conn_destroy(&p->conn);
 		return SRD_E_RESOURCES;
 	}
@@ -187,7 +183,7 @@ static uint8_t peer_accept(struct srd_service *svc, struct srd_peer *p,
 		.slice_size = sh->geo.slice_size,
 		.region_size = sh->geo.region_size,
 		.addr = (uintptr_t)slot,
-		.rkey = p->slot_mr->rkey,
+		.rkey = p->conn.slot_mr->rkey,
 	};
 	srd_mac_mapper(svc->key[p->id], p->id, h->nonce_r, nonce_m, &w, w.mac);
 	srd_welcome_encode(&w, buf);
@@ -201,8 +197,6 @@ static uint8_t peer_accept(struct srd_service *svc, struct srd_peer *p,
 		p->state = PEER_FREE;
 		p->cm = NULL;
 		cm->context = NULL;
-		ibv_dereg_mr(p->slot_mr);
-		p->slot_mr = NULL;
 		srd_conn_destroy(&p->conn);
 		return SRD_E_RESOURCES;
 	}

@@ -61,7 +61,7 @@ static void bad_read(struct sivshm *sh, uint64_t remote, uint32_t rkey)
 {
 	struct srd_reducer *r = sh->rdma;
 	int err = srd_conn_rdma(&r->conn, IBV_WR_RDMA_READ, sh->slot,
-				r->slot_mr->lkey, remote, rkey, 4096, 0);
+				r->conn.slot_mr->lkey, remote, rkey, 4096, 0);
 
 	T_ASSERT(!err, "posting the READ: %s", strerror(-err));
 	err = wait_error(sh);
