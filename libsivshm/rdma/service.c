@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The mapper's RDMA service (service.h).  Per remote reducer id: a
- * handful of live challenges, and once it has proved its key, one
+ * The mapper's RDMA service (service.h).  Per remote reducer id: the
+ * challenges its proofs have spent, and once it has proved its key, one
  * connection (conn.h) with the reducer's slot registered in that
  * connection's protection domain, remote read and write, nothing else.
  * Nothing is registered before the proof: the challenge and the proof
  * travel in RDMA CM's private data, answered by rejecting the request.
+ * A challenge is derived, not stored (srd_challenge()): an ASK leaves
+ * no state behind.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,9 +27,6 @@
 #include "service.h"
 #include "sock.h"
 
-/* Challenges kept per id, each good once and for SRD_CHALLENGE_MS. */
-#define SRD_CHALLENGES		4
-#define SRD_CHALLENGE_MS	10000
 /* Connection requests queued on the listener. */
 #define SRD_BACKLOG		(SIVSHM_MAX_REDUCERS + 1)
 
@@ -37,9 +36,9 @@ enum peer_state {
 	PEER_LIVE,
 };
 
-struct challenge {
-	uint8_t nonce[SRD_NONCE_BYTES];
-	int64_t deadline_ms;		/* 0: spent */
+struct spent {
+	uint8_t nonce_m[SRD_NONCE_BYTES];
+	uint64_t epoch;			/* the challenge's; 0: a free entry */
 };
 
 struct srd_peer {
@@ -48,8 +47,7 @@ struct srd_peer {
 	enum peer_state state;
 	struct rdma_cm_id *cm;
 	struct srd_conn conn;		/* conn.slot_mr: the reducer's slot */
-	struct challenge chal[SRD_CHALLENGES];
-	unsigned int next_chal;
+	struct spent spent[SRD_SPENT];
 };
 
 struct srd_service {
@@ -58,6 +56,7 @@ struct srd_service {
 	struct rdma_cm_id *listen;
 	uint64_t ids;
 	uint8_t key[SIVSHM_MAX_REDUCERS + 1][SIVSHM_KEY_BYTES];
+	uint8_t secret[SIVSHM_KEY_BYTES];	/* the challenges' */
 	struct srd_peer peer[SIVSHM_MAX_REDUCERS + 1];
 	/* Readers post on a live peer; the thread writes to change state. */
 	pthread_rwlock_t state_lock;
@@ -125,26 +124,59 @@ static void reject(struct rdma_cm_id *cm, uint8_t code,
 	rdma_reject(cm, buf, sizeof(buf));
 }
 
-/* The live challenge @h's MAC answers, spent by this call; or NULL. */
-static struct challenge *proof_matches(struct srd_service *svc,
-				       struct srd_peer *p,
-				       const struct srd_hello *h)
+/* The epoch now, from 1 (0 marks a free spent entry). */
+static uint64_t epoch_now(void)
 {
-	int64_t now = proto_now_ms();
+	return (uint64_t)proto_now_ms() / SRD_EPOCH_MS + 1;
+}
+
+/*
+ * Check the proof of PROVE @h against the challenges of this epoch and
+ * the last, and spend the one it answers (its nonce in @nonce_m).
+ * 0, or an srd_code with *@why.
+ */
+static uint8_t proof_check(struct srd_service *svc, struct srd_peer *p,
+			   const struct srd_hello *h,
+			   uint8_t nonce_m[SRD_NONCE_BYTES], const char **why)
+{
+	uint64_t now = epoch_now(), epoch = 0;
 	uint8_t mac[SRD_MAC_BYTES];
+	struct spent *free_entry = NULL;
 
-	for (unsigned int i = 0; i < SRD_CHALLENGES; i++) {
-		struct challenge *c = &p->chal[i];
-
-		if (!c->deadline_ms || now > c->deadline_ms)
-			continue;
-		srd_mac_reducer(svc->key[p->id], h, c->nonce, mac);
+	for (uint64_t e = now; e + 1 >= now && e; e--) {
+		srd_challenge(svc->secret, p->id, h->nonce_r, e, nonce_m);
+		srd_mac_reducer(svc->key[p->id], h, nonce_m, mac);
 		if (srd_mac_equal(mac, h->mac)) {
-			c->deadline_ms = 0;
-			return c;
+			epoch = e;
+			break;
 		}
 	}
-	return NULL;
+	if (!epoch) {
+		*why = "wrong key, or a challenge expired";
+		return SRD_E_AUTH;
+	}
+	for (unsigned int i = 0; i < SRD_SPENT; i++) {
+		struct spent *s = &p->spent[i];
+
+		if (s->epoch + 1 < now)
+			s->epoch = 0;		/* expired: its proof cannot pass */
+		if (!s->epoch) {
+			free_entry = free_entry ? free_entry : s;
+			continue;
+		}
+		if (s->epoch == epoch &&
+		    !memcmp(s->nonce_m, nonce_m, SRD_NONCE_BYTES)) {
+			*why = "a challenge spent already (a replay)";
+			return SRD_E_AUTH;
+		}
+	}
+	if (!free_entry) {
+		*why = "too many proofs for this id in the last 20 s";
+		return SRD_E_RESOURCES;
+	}
+	memcpy(free_entry->nonce_m, nonce_m, SRD_NONCE_BYTES);
+	free_entry->epoch = epoch;
+	return 0;
 }
 
 /* Set up and accept a reducer that proved its key.  0, or an srd_code. */
@@ -211,7 +243,7 @@ static int on_request(struct srd_service *svc, struct rdma_cm_event *ev)
 {
 	struct rdma_cm_id *cm = ev->id;
 	const char *why = NULL;
-	struct challenge *c;
+	uint8_t nonce_m[SRD_NONCE_BYTES];
 	struct srd_hello h;
 	struct srd_peer *p;
 	char from[64];
@@ -240,17 +272,16 @@ static int on_request(struct srd_service *svc, struct rdma_cm_event *ev)
 	}
 	p = &svc->peer[h.id];
 	if (h.type == SRD_ASK) {
-		c = &p->chal[p->next_chal++ % SRD_CHALLENGES];
-		srd_random(c->nonce, SRD_NONCE_BYTES);
-		c->deadline_ms = proto_now_ms() + SRD_CHALLENGE_MS;
-		reject(cm, SRD_CHALLENGE, c->nonce);
+		srd_challenge(svc->secret, h.id, h.nonce_r, epoch_now(),
+			      nonce_m);
+		reject(cm, SRD_CHALLENGE, nonce_m);
 		return 0;
 	}
-	c = proof_matches(svc, p, &h);
-	if (!c) {
-		sivshm_log("mapper: refused remote reducer %u from %s: wrong "
-			   "key, or a challenge spent or expired", h.id, from);
-		reject(cm, SRD_E_AUTH, NULL);
+	code = proof_check(svc, p, &h, nonce_m, &why);
+	if (code) {
+		sivshm_log("mapper: refused remote reducer %u from %s: %s",
+			   h.id, from, why);
+		reject(cm, code, NULL);
 		return 0;
 	}
 	if (p->state == PEER_ACCEPTING) {
@@ -265,7 +296,7 @@ static int on_request(struct srd_service *svc, struct rdma_cm_event *ev)
 	 */
 	if (p->state == PEER_LIVE)
 		peer_drop(svc, p, "the key's holder joined again");
-	code = peer_accept(svc, p, cm, &h, c->nonce);
+	code = peer_accept(svc, p, cm, &h, nonce_m);
 	if (code) {
 		reject(cm, code, NULL);
 		return 0;
@@ -441,6 +472,7 @@ static void service_free(struct srd_service *svc)
 		close(svc->stop);
 	pthread_rwlock_destroy(&svc->state_lock);
 	sodium_memzero(svc->key, sizeof(svc->key));
+	sodium_memzero(svc->secret, sizeof(svc->secret));
 	free(svc);
 }
 
@@ -475,6 +507,7 @@ int srd_service_start(struct sivshm *sh, const struct sivshm_remote_opts *opts,
 		if (opts->ids & 1ull << j)
 			memcpy(svc->key[j], opts->keys[j], SIVSHM_KEY_BYTES);
 	}
+	srd_random(svc->secret, sizeof(svc->secret));
 	svc->stop = eventfd(0, EFD_CLOEXEC);
 	if (svc->stop < 0) {
 		err = -errno;

@@ -16,6 +16,15 @@ struct sivshm;
 struct srd_service;
 
 /*
+ * A challenge is good in the epoch it was made in and the next (an epoch
+ * is SRD_EPOCH_MS: 10 to 20 s in all), and once: the challenges of the
+ * last SRD_SPENT proofs of each id are kept until they expire, and an id
+ * with that many proofs live is refused until the oldest expires.
+ */
+#define SRD_EPOCH_MS		10000
+#define SRD_SPENT		16
+
+/*
  * Serve the ids of @opts->ids on @opts->listen for the mapper @sh.  The
  * caller has reserved those ids from the local protocol.  0 or -errno,
  * with the reason logged.

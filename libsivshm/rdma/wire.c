@@ -188,6 +188,26 @@ void srd_random(uint8_t *buf, size_t len)
 
 static const char reducer_label[] = "sivshm-rdma-1 reducer";
 static const char mapper_label[] = "sivshm-rdma-1 mapper";
+static const char challenge_label[] = "sivshm-rdma-1 challenge";
+
+void srd_challenge(const uint8_t secret[SIVSHM_KEY_BYTES], uint32_t id,
+		   const uint8_t nonce_r[SRD_NONCE_BYTES], uint64_t epoch,
+		   uint8_t nonce_m[SRD_NONCE_BYTES])
+{
+	uint8_t in[sizeof(challenge_label) + 1 + SRD_NONCE_BYTES + 8];
+	uint8_t mac[SRD_MAC_BYTES];
+	uint8_t *p = in;
+
+	memcpy(p, challenge_label, sizeof(challenge_label));
+	p += sizeof(challenge_label);
+	*p++ = id;
+	memcpy(p, nonce_r, SRD_NONCE_BYTES);
+	p += SRD_NONCE_BYTES;
+	put64(p, epoch);
+	crypto_auth(mac, in, sizeof(in), secret);
+	memcpy(nonce_m, mac, SRD_NONCE_BYTES);
+	sodium_memzero(mac, sizeof(mac));
+}
 
 void srd_mac_reducer(const uint8_t key[SIVSHM_KEY_BYTES],
 		     const struct srd_hello *h,

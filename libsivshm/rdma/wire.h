@@ -139,6 +139,16 @@ void srd_mac_mapper(const uint8_t key[SIVSHM_KEY_BYTES], uint32_t id,
 		    const uint8_t nonce_r[SRD_NONCE_BYTES],
 		    const uint8_t nonce_m[SRD_NONCE_BYTES],
 		    const struct srd_welcome *w, uint8_t mac[SRD_MAC_BYTES]);
+/*
+ * The mapper's challenge to an ASK: the first SRD_NONCE_BYTES of the MAC
+ * under @secret (the mapper's own, random at start) of ("sivshm-rdma-1
+ * challenge", id, nonce_r, epoch).  Derived, not stored: the mapper keeps
+ * no state for an ASK, so no flood of them can push out a reducer's
+ * challenge; it recomputes the challenge when the proof comes.
+ */
+void srd_challenge(const uint8_t secret[SIVSHM_KEY_BYTES], uint32_t id,
+		   const uint8_t nonce_r[SRD_NONCE_BYTES], uint64_t epoch,
+		   uint8_t nonce_m[SRD_NONCE_BYTES]);
 /* Constant time; 1 if the MACs match. */
 int srd_mac_equal(const uint8_t a[SRD_MAC_BYTES],
 		  const uint8_t b[SRD_MAC_BYTES]);

@@ -23,7 +23,9 @@ HEADERS = ["libsivshm/protocol/geometry.h", "libsivshm/protocol/proto.h",
            "libsivshm/protocol/server.h", "libsivshm/protocol/client.h",
            "libsivshm/include/sivshm.h",
            "include/sivshm-regs.h", "include/pagetype-regs.h",
-           "include/uapi/linux/kvm_pagetype.h"]
+           "include/uapi/linux/kvm_pagetype.h",
+           "libsivshm/rdma/wire.h", "libsivshm/rdma/conn.h",
+           "libsivshm/rdma/service.h"]
 DOCS = ["README.md", "docs/*.md", "libsivshm/man/*.[37]",
         "qemu-sivshm/overlay/docs/specs/*.rst"]
 NAME = r"([A-Z][A-Z0-9]*_[A-Z0-9_]+)"

@@ -274,6 +274,30 @@ static void macs(void)
 	T_ASSERT(srd_mac_equal(m, b), "the MAC covers itself");
 }
 
+/* A challenge binds the mapper's secret, the id, nonce_r and the epoch. */
+static void challenges(void)
+{
+	uint8_t nonce_r[SRD_NONCE_BYTES] = { 9, 8, 7 }, n2[SRD_NONCE_BYTES];
+	uint8_t a[SRD_NONCE_BYTES], b[SRD_NONCE_BYTES];
+
+	T_EQ(srd_crypto_init(), 0);
+	srd_challenge(key1, 5, nonce_r, 1000, a);
+	srd_challenge(key1, 5, nonce_r, 1000, b);
+	T_ASSERT(!memcmp(a, b, sizeof(a)), "the challenge is not a function");
+	srd_challenge(key2, 5, nonce_r, 1000, b);
+	T_ASSERT(memcmp(a, b, sizeof(a)), "the secret is not bound");
+	srd_challenge(key1, 6, nonce_r, 1000, b);
+	T_ASSERT(memcmp(a, b, sizeof(a)), "the id is not bound");
+	memcpy(n2, nonce_r, sizeof(n2));
+	n2[15] ^= 1;
+	srd_challenge(key1, 5, n2, 1000, b);
+	T_ASSERT(memcmp(a, b, sizeof(a)), "the reducer's nonce is not bound");
+	srd_challenge(key1, 5, nonce_r, 1001, b);
+	T_ASSERT(memcmp(a, b, sizeof(a)), "the epoch is not bound");
+	srd_challenge(key1, 5, nonce_r, 1000 + (1ull << 32), b);
+	T_ASSERT(memcmp(a, b, sizeof(a)), "the epoch's high bits are not bound");
+}
+
 static void keys(void)
 {
 	uint8_t k[SIVSHM_KEY_BYTES];
@@ -301,6 +325,7 @@ int main(void)
 	welcomes();
 	messages();
 	macs();
+	challenges();
 	keys();
 	printf("rdma wire: ok\n");
 	return 0;

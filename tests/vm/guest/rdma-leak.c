@@ -19,12 +19,17 @@
  *      the first, which sees its connection end; both close;
  *   4. a reducer process is killed while joined;
  *   5. the mapper closes while a reducer is joined; a new mapper serves,
- *      the reducer joins it.
+ *      the reducer joins it;
+ *   6. a reducer asks for a challenge, FLOOD_ASKS other requests ask for
+ *      challenges of its id, and its proof is still accepted; the same
+ *      proof sent again is refused (a replay).  Done by hand on RDMA CM
+ *      with the wire format (rdma/wire.h).
  * Each step is done ROUNDS times, so that a leak per step shows as growth.
  * Prints one line per step.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +38,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdma/rdma_cma.h>
+
 #include "check.h"
 #include "nldev.h"
+#include "rdma/conn.h"
+#include "rdma/wire.h"
 #include "sivshm.h"
 
 #define RXE		"rxe0"
@@ -44,6 +53,8 @@
 #define JOIN_MS		20000
 #define SETTLE_MS	15000
 #define ROUNDS		3
+/* Requests for challenges between a reducer's own and its proof. */
+#define FLOOD_ASKS	24
 
 struct state {
 	unsigned int fds;
@@ -180,28 +191,34 @@ static void wait_peers(struct sivshm *m, uint64_t want)
 	}
 }
 
-/* One interrupt each way, each with bytes that must arrive. */
+/*
+ * One interrupt each way, each with bytes that must arrive, once the
+ * mapper has seen @r join (its side of the connection completes after the
+ * reducer's: a mapper waits for its peers, as charcount does).
+ */
 static void round_trip(struct sivshm *m, struct sivshm *r, uint32_t id,
 		       uint8_t tag)
 {
 	uint8_t *ms = sivshm_slot(m, id), *rs = sivshm_slot(r, id);
+	uint8_t answer = tag ^ 0xff;
 	uint32_t peer;
 	int err;
 
 	T_ASSERT(ms && rs, "no slot %u", id);
+	wait_peers(m, 1ull << id);
 	memset(ms + 4096, tag, 4096);
 	err = sivshm_notify_range(m, id, 0, 4096, 4096);
 	T_ASSERT(!err, "mapper's notify: %s", strerror(-err));
 	err = sivshm_wait(r, 0, JOIN_MS, &peer);
 	T_ASSERT(!err, "reducer's wait: %s", strerror(-err));
 	T_ASSERT(rs[4096] == tag && rs[8191] == tag, "the bytes did not come");
-	memset(rs + 8192, tag ^ 0xff, 4096);
+	memset(rs + 8192, answer, 4096);
 	err = sivshm_notify_range(r, 0, 0, 8192, 4096);
 	T_ASSERT(!err, "reducer's notify: %s", strerror(-err));
 	err = sivshm_wait(m, 0, JOIN_MS, &peer);
 	T_ASSERT(!err && peer == id, "mapper's wait: %s, peer %u",
 		 strerror(-err), peer);
-	T_ASSERT(ms[8192] == (uint8_t)(tag ^ 0xff), "the answer did not come");
+	T_ASSERT(ms[8192] == answer, "the answer did not come");
 }
 
 /* Until @r sees the mapper gone. */
@@ -246,6 +263,111 @@ static void killed_reducer(struct sivshm *m, const char *self,
 		 "the child was not killed: %#x", status);
 	fclose(f);
 	wait_peers(m, 0);
+}
+
+/* The next event on @ch, which must be @want. */
+static void raw_event(struct rdma_event_channel *ch,
+		      enum rdma_cm_event_type want)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	T_ASSERT(poll(&pfd, 1, JOIN_MS) == 1, "no %s in %d ms",
+		 rdma_event_str(want), JOIN_MS);
+	T_ASSERT(!rdma_get_cm_event(ch, &ev));
+	T_ASSERT(ev->event == want, "%s (status %d), not %s",
+		 rdma_event_str(ev->event), ev->status, rdma_event_str(want));
+	rdma_ack_cm_event(ev);
+}
+
+/*
+ * One connection request carrying HELLO @h.  Returns 1 if the mapper
+ * accepted it (the connection is then closed at once), or 0 with its
+ * refusal in *@rej.
+ */
+static int raw_request(const struct sockaddr *dst, const struct srd_hello *h,
+		       struct srd_reject *rej)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	uint8_t buf[SRD_HELLO_SIZE];
+	struct rdma_conn_param param;
+	struct rdma_cm_id *cm;
+	int accepted = 0;
+
+	T_ASSERT(ch && !rdma_create_id(ch, &cm, NULL, RDMA_PS_TCP));
+	T_ASSERT(!rdma_resolve_addr(cm, NULL, (struct sockaddr *)dst,
+				    JOIN_MS));
+	raw_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	T_ASSERT(!rdma_resolve_route(cm, JOIN_MS));
+	raw_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	/* librdmacm makes the queues; a proof accepted needs a QP. */
+	T_ASSERT(!rdma_create_qp(cm, NULL, &attr));
+	srd_hello_encode(h, buf);
+	srd_conn_param(&param, buf, sizeof(buf));
+	T_ASSERT(!rdma_connect(cm, &param));
+	{
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		struct rdma_cm_event *ev;
+
+		T_ASSERT(poll(&pfd, 1, JOIN_MS) == 1, "no answer to a HELLO");
+		T_ASSERT(!rdma_get_cm_event(ch, &ev));
+		if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+			accepted = 1;
+		} else {
+			T_ASSERT(ev->event == RDMA_CM_EVENT_REJECTED,
+				 "a HELLO ended in %s",
+				 rdma_event_str(ev->event));
+			T_ASSERT(!srd_reject_decode(
+					ev->param.conn.private_data,
+					ev->param.conn.private_data_len, rej),
+				 "a REJECT we cannot read");
+		}
+		rdma_ack_cm_event(ev);
+	}
+	if (accepted) {
+		T_ASSERT(!rdma_disconnect(cm));
+		raw_event(ch, RDMA_CM_EVENT_DISCONNECTED);
+	}
+	rdma_destroy_qp(cm);
+	rdma_destroy_id(cm);
+	rdma_destroy_event_channel(ch);
+	return accepted;
+}
+
+/* Step 6: a flood of ASKs between an ASK and its proof; then a replay. */
+static void ask_flood(struct sivshm *m, const char *address)
+{
+	struct srd_hello h = { .type = SRD_ASK, .id = 1, .nvectors = 1 };
+	struct srd_hello flood = h;
+	struct sockaddr_storage dst;
+	struct srd_reject rej;
+
+	T_ASSERT(!srd_addr_parse(address, 0, &dst), "%s", address);
+	for (unsigned int i = 0; i < SRD_NONCE_BYTES; i++)
+		h.nonce_r[i] = random();
+	T_ASSERT(!raw_request((struct sockaddr *)&dst, &h, &rej));
+	T_EQ(rej.code, SRD_CHALLENGE);
+	for (int i = 0; i < FLOOD_ASKS; i++) {
+		struct srd_reject r;
+
+		flood.nonce_r[0] = i;
+		T_ASSERT(!raw_request((struct sockaddr *)&dst, &flood, &r));
+		T_EQ(r.code, SRD_CHALLENGE);
+	}
+	h.type = SRD_PROVE;
+	srd_mac_reducer(key[1], &h, rej.nonce_m, h.mac);
+	T_ASSERT(raw_request((struct sockaddr *)&dst, &h, &rej),
+		 "the proof refused (code %u) after %d ASKs", rej.code,
+		 FLOOD_ASKS);
+	wait_peers(m, 0);
+	T_ASSERT(!raw_request((struct sockaddr *)&dst, &h, &rej),
+		 "a replayed proof accepted");
+	T_EQ(rej.code, SRD_E_AUTH);
 }
 
 static int child_join(const char *address)
@@ -336,6 +458,13 @@ int main(int argc, char **argv)
 	}
 	printf("rdma-leak: mapper closed and started again x%d: state as "
 	       "before\n", ROUNDS);
+
+	for (int i = 0; i < ROUNDS; i++) {
+		ask_flood(m, argv[1]);
+		settle(&base, "a flood of ASKs");
+	}
+	printf("rdma-leak: proof after %d ASKs x%d: accepted, its replay "
+	       "refused, state as before\n", FLOOD_ASKS, ROUNDS);
 	sivshm_close(m);
 	return 0;
 }
