@@ -4,7 +4,9 @@
 the fetched 6.12 headers; a mapper VM booted on 6.12 loads that module and
 runs charcount in interrupt mode (mmap of the region, doorbells, eventfds
 signalled by the driver) with three host-process reducers: the total
-matches."""
+matches.  One vCPU (charcount runs one thread): 6.12 booting on two TCG
+vCPUs can die of an int3 that TCG ran after the kernel had patched it
+away (docs/pibooster.md, "Open: an int3 oops"), nothing of the driver's."""
 
 import os
 import shutil
@@ -23,7 +25,7 @@ def test():
     mapper = svc.guest(0, "echo guest-up $(uname -r)\n"
                        "charcount-mapper --device /dev/sivshm0 --random 8M "
                        "--mode irq --threads 1 --timeout 200000\n",
-                       module_path=built, kernel=kernel)
+                       module_path=built, kernel=kernel, smp=1)
     run = svc.start(mapper, [])[0]
     mapper_up(svc, run, "guest-up 6.12.")
     joins = [host_reducer(svc, j) for j in (1, 2, 3)]
