@@ -13,11 +13,11 @@
 # to QEMU's own files differ by tree: patches/<version>/ (patches/README).
 #
 # overlay/ is the one home of our QEMU code: both devices (sivshm,
-# pagetype) and their specs.  The sivshm device compiles libsivshm/protocol/
-# (the handshake protocol, the geometry, the region), copied whole into
-# hw/misc/sivshm-lib/, with the list of its sources in its meson.build:
-# one implementation, shared with the library, and a change to that folder
-# is a change to the device.  The headers both devices share with the
+# pagetype) and their specs.  The sivshm device compiles libsivshm's
+# protocol (the handshake, the geometry, the region) and its remote-reducer
+# backend (RDMA), copied into hw/misc/sivshm-lib/, with the list of them in
+# libsivshm/meson.build: one implementation, shared with the library, and
+# a change to those files is a change to the device.  The headers both devices share with the
 # kernel modules and the guest go beside them (sivshm-lib/, pagetype-lib/).
 #
 # The result is cached outside the clone, under
@@ -66,14 +66,18 @@ version=$(apt-cache showsrc qemu 2>/dev/null | sed -n 's/^Version: //p' |
 [ -n "$version" ] ||
 	die "no source package for QEMU $release: run scripts/setup.sh (adds the deb-src lines)"
 
-# The sivshm device compiles libsivshm's protocol folder, all of its
-# sources (an in-tree build leaves objects beside them) and the list of
-# them, with the two headers it needs from outside it.  The lists are of
+# The sivshm device compiles libsivshm's protocol folder and its
+# remote-reducer backend (libsivshm/meson.build, the list QEMU has of them)
+# with the two headers they need from outside libsivshm.  The lists are of
 # paths relative to $top, split into words and globbed where used, in
-# $top: the checkout's own path may hold spaces.
-lib=libsivshm/protocol
-lib_shared="$lib/*.c $lib/*.h $lib/meson.build
-	libsivshm/include/sivshm.h include/sivshm-regs.h"
+# $top: the checkout's own path may hold spaces.  lib_flat goes to
+# hw/misc/sivshm-lib/ flat, lib_rdma to its rdma/.
+lib=libsivshm
+lib_flat="$lib/protocol/*.c $lib/protocol/*.h $lib/meson.build
+	$lib/sivshm.c $lib/mbox.c $lib/log.c $lib/remote.c
+	$lib/handle.h $lib/log.h $lib/remote.h
+	$lib/include/sivshm.h include/sivshm-regs.h"
+lib_rdma="$lib/rdma/conn.c $lib/rdma/conn.h $lib/rdma/wire.c $lib/rdma/wire.h"
 
 # The headers the pagetype device shares with the host module and the
 # guest.
@@ -94,16 +98,17 @@ key() {
 
 # shellcheck disable=SC2086 # the lists split into words on purpose
 hash=$(cd "$top" && key qemu-sivshm/overlay "qemu-sivshm/patches/$release" \
-	$lib_shared $pagetype_shared)
+	$lib_flat $lib_rdma $pagetype_shared)
 out=$cache/qemu/$hash
 
-# Copy the overlay, the protocol folder and the shared headers over the
+# Copy the overlay, the libsivshm sources and the shared headers over the
 # tree at $1 (an absolute path).
 overlay() {
 	cp -R "$here/overlay/." "$1/"
-	mkdir -p "$1/hw/misc/sivshm-lib" "$1/hw/misc/pagetype-lib"
+	mkdir -p "$1/hw/misc/sivshm-lib/rdma" "$1/hw/misc/pagetype-lib"
 	# shellcheck disable=SC2086 # the lists split into words on purpose
-	(cd "$top" && cp $lib_shared "$1/hw/misc/sivshm-lib/" &&
+	(cd "$top" && cp $lib_flat "$1/hw/misc/sivshm-lib/" &&
+		cp $lib_rdma "$1/hw/misc/sivshm-lib/rdma/" &&
 		cp $pagetype_shared "$1/hw/misc/pagetype-lib/")
 }
 

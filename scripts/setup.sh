@@ -89,7 +89,8 @@ pkgs="$pkgs dwarves"
 # the Debian 13 root that libvirt-domains-11 and make check-debian13 run in
 pkgs="$pkgs debootstrap"
 # Remote reducers: rdma-core (verbs, RDMA CM, the Soft-RoCE provider) and
-# libsodium, shared and static: the guests' programs are static
+# libsodium, shared (libsivshm, and our QEMU, whose sivshm device joins a
+# mapper over RDMA) and static: the guests' programs are static
 # (libibverbs-dev has librxe-rdmav34.a; libnl, which libibverbs asks
 # netlink with, is named for its static libraries)
 pkgs="$pkgs libibverbs-dev librdmacm-dev ibverbs-providers libsodium-dev

@@ -52,11 +52,12 @@ DEFAULT_TIERS = ["unit", "vm"]
 
 # The tests of our QEMU's own devices, the ones --other-qemu runs again on
 # the other QEMU release: the sivshm device's slices, doorbells, registers
-# and realize/unplug paths, its irqfd routes under KVM, and the pagetype
-# device's realize checks and batches in a level-1 QEMU.
+# and realize/unplug paths, its irqfd routes under KVM, a reducer device
+# joined over RDMA, and the pagetype device's realize checks and batches in
+# a level-1 QEMU.
 DEVICE_TESTS = (
     "sivshm-isolation", "sivshm-interrupts", "sivshm-bar-fuzz",
-    "sivshm-device-add", "sivshm-irqfd", "pagetype-l2",
+    "sivshm-device-add", "sivshm-irqfd", "pagetype-l2", "rdma-device",
 )
 
 

@@ -31,7 +31,8 @@ struct proto_mapper_conf {
 	/* The server's callbacks (server.h); adopt_slot only with persist. */
 	void (*peer_changed)(void *opaque, uint32_t id, int connected);
 	int (*adopt_slot)(void *opaque, uint32_t id, int fd);
-	void (*log)(void *opaque, const char *fmt, va_list ap);
+	void (*log)(void *opaque, const char *fmt, va_list ap)
+		__attribute__((format(printf, 2, 0)));
 	void *opaque;
 };
 

@@ -22,7 +22,8 @@
 #include "server.h"
 #include "sock.h"
 
-static void server_log(struct proto_server *srv, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3)))
+server_log(struct proto_server *srv, const char *fmt, ...)
 {
 	va_list ap;
 

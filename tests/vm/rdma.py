@@ -19,12 +19,16 @@ import threading
 import time
 
 from vmtest import (Guest, Qmp, Running, builddir, check, guest_sh, logdir,
-                    qmp_up)
+                    nested, qmp_up)
 
 # rdma_rxe finds its ICRC's crc32 through the crypto API; the guests have
 # no modprobe for the kernel to load one itself.
 KMODS = ["virtio_net", "crc32_generic", "rdma_rxe", "rdma_ucm", "ib_uverbs"]
 HELPERS = guest_sh("rdma.sh")
+# rdma-core's Soft-RoCE provider, for a dynamically linked program (our
+# QEMU): Debian's ibverbs-providers.
+RXE_DRIVER = "/etc/libibverbs.d/rxe.driver"
+RXE_PROVIDER = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
 NETDEV = "n0"
 # How long a QEMU may take to open its QMP monitor (and, before that, to
 # listen on its netdev's port).
@@ -123,19 +127,37 @@ class Hosts:
                 "-device", "virtio-net-pci,netdev=%s,mac=52:54:00:12:34:%02x,"
                 "romfile=" % (NETDEV, i + 1)]
 
+    def _host(self, i, kw):
+        """What makes a guest host @i, merged into its keywords @kw."""
+        env = dict(kw.pop("env", {}), RDMA_SELF=addr(i),
+                   RDMA_PEER=addr((i - 1) % self.n))
+        return dict(kw, env=env,
+                    kmods=KMODS + list(kw.pop("kmods", [])),
+                    programs=programs() + list(kw.pop("programs", [])),
+                    shell_libs=[HELPERS] + list(kw.pop("shell_libs", [])),
+                    qemu_args=self.netdev(i) + list(kw.pop("qemu_args", [])))
+
     def guest(self, i, script, memory=512, **kw):
         """Host @i: its guest runs @script once rxe0 is up at addr(i).  The
         script has RDMA_PEER, the address of the host before it (of the
         last for host 0), and rdma.sh's functions."""
-        env = dict(kw.pop("env", {}), RDMA_SELF=addr(i),
-                   RDMA_PEER=addr((i - 1) % self.n))
         return Guest("%s-host%d" % (self.name, i),
-                     "rdma_up %s/24\n" % addr(i) + script,
-                     kmods=KMODS + list(kw.pop("kmods", [])),
-                     programs=programs() + list(kw.pop("programs", [])),
-                     shell_libs=[HELPERS] + list(kw.pop("shell_libs", [])),
-                     qemu_args=self.netdev(i) + list(kw.pop("qemu_args", [])),
-                     memory=memory, env=env, **kw)
+                     "rdma_up %s/24\n" % addr(i) + script, memory=memory,
+                     **self._host(i, kw))
+
+    def nested_guest(self, i, script, l2, **kw):
+        """Host @i as a level 1 that runs the level-2 guests @l2 under our
+        QEMU (vmtest.nested(); check them with nested_result()): @script
+        has level1.sh's functions as well as guest()'s.  Our QEMU reaches
+        rxe0 through rdma-core's shared libibverbs, which loads the rxe
+        provider named in /etc/libibverbs.d."""
+        o = self._host(i, kw)
+        o["files"] = {**o.get("files", {}),
+                      RXE_DRIVER: RXE_DRIVER,
+                      RXE_PROVIDER: RXE_PROVIDER}
+        return nested("rdma_up %s/24\n" % addr(i) + script, l2,
+                      l1_kmods=o.pop("kmods"), l1_args=o.pop("qemu_args"),
+                      **o)
 
     def start(self, guests):
         """Boot the hosts, guests[i] being host i's (from guest()), each

@@ -70,13 +70,16 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
             TSC_KHZ, "'\"$VMTEST_TSC_KHZ\"'").encode()
         collect += ["/tmp/%s.%s" % (g.name, what) for what in
                     ("channel", "console", "stderr", "status")]
-    env = {"VMTEST_L2_TIMEOUT": str(l2_timeout),
+    env = {**l1_opts.pop("env", {}),
+           "VMTEST_L2_TIMEOUT": str(l2_timeout),
            "VMTEST_L2_FIRST": l2s[0].name,
            "VMTEST_KVM_RUN_FAILED": KVM_RUN_FAILED,
            "VMTEST_L2_BOOT_STALL": L2_BOOT_STALL}
     return Guest(l2s[0].name + "-l1", l1_script,
-                 shell_libs=[guest_sh("level1.sh")], env=env,
-                 kmods=["kvm", "kvm_amd"] + list(l1_kmods), files=files,
+                 shell_libs=[guest_sh("level1.sh")] +
+                 list(l1_opts.pop("shell_libs", [])), env=env,
+                 kmods=["kvm", "kvm_amd"] + list(l1_kmods),
+                 files={**files, **l1_opts.pop("files", {})},
                  collect=collect + list(l2_collect), qemu_args=l1_args,
                  machine=l1_machine, memory=l1_memory, **l1_opts)
 

@@ -1,7 +1,7 @@
 /*
- * SIVSHM: what the device's three files share (sivshm.c, the PCI device,
- * its registers and interrupts; sivshm-mapper.c and sivshm-reducer.c, the
- * two roles).  Private to them.
+ * SIVSHM: what the device's files share (sivshm.c, the PCI device, its
+ * registers and interrupts; sivshm-mapper.c, sivshm-reducer.c and
+ * sivshm-remote.c, the three roles).  Private to them.
  *
  * This work is licensed under the terms of the GNU GPL, version 2 or later.
  * See the COPYING file in the top-level directory.
@@ -12,6 +12,7 @@
 
 #include "qemu/event_notifier.h"
 #include "qemu/notify.h"
+#include "qemu/thread.h"
 #include "qemu/timer.h"
 #include "qom/object.h"
 #include "overlay-compat.h"
@@ -31,6 +32,17 @@ typedef struct SivshmIn {
     uint32_t vector;
 } SivshmIn;
 
+/*
+ * A role: the mapper (vm-id=0), a reducer joined over the unix socket, or
+ * a reducer joined over RDMA (remote=).  realize() sets BAR1, the
+ * geometry and the eventfds up; teardown() undoes whatever of that was
+ * done, on a realize that failed halfway as on unplug.
+ */
+typedef struct SivshmRole {
+    void (*realize)(SivshmState *s, Error **errp);
+    void (*teardown)(SivshmState *s);
+} SivshmRole;
+
 /* A doorbell vector delivered by KVM straight from the eventfds (irqfd). */
 typedef struct SivshmVector {
     int virq;           /* its MSI route, -1 before the first use */
@@ -39,6 +51,7 @@ typedef struct SivshmVector {
 
 struct SivshmState {
     PCIDevice parent_obj;
+    const SivshmRole *role;
 
     MemoryRegion mmio;
     MemoryRegion bar1;
@@ -58,6 +71,8 @@ struct SivshmState {
     uint32_t timeout_ms;
     char *creds;                /* mapper: who may take which id */
     char *mapper_cred;          /* reducer: who may be the mapper */
+    char *remote;               /* reducer: the mapper's HOST:PORT (RDMA) */
+    char *key_secret;           /* reducer: the secret object of its key */
 
     struct sivshm_geometry geo;
     uint32_t intr_mask;
@@ -102,6 +117,17 @@ struct SivshmState {
     QEMUTimer *join_timer;
     int join_ms;                /* the next retry's delay */
     bool join_warned;
+
+    /*
+     * remote reducer: libsivshm's handle, closed at finalize (BAR1 maps
+     * its slot until then); the thread that turns doorbells into
+     * notifies, and the bottom half it schedules when the mapper is lost.
+     */
+    struct sivshm *lib;
+    QemuThread doorbell_thread;
+    EventNotifier doorbell_stop;
+    bool doorbells;             /* the thread runs */
+    QEMUBH *lost_bh;
 };
 
 static inline bool sivshm_is_mapper(SivshmState *s)
@@ -114,15 +140,14 @@ void sivshm_init_in(SivshmState *s, uint32_t peer, uint32_t vector, int fd);
 void sivshm_watch_in(SivshmState *s, uint32_t peer, uint32_t vector, bool on);
 void sivshm_bind_out(SivshmState *s, uint32_t peer, const int *fds);
 void sivshm_unbind_out(SivshmState *s, uint32_t peer);
+void sivshm_drop_out(SivshmState *s, uint32_t peer);
+void sivshm_drop_in(SivshmState *s, uint32_t peer);
 void sivshm_peer_event(SivshmState *s);
 void sivshm_del_slots(SivshmState *s);
 
-/* sivshm-mapper.c */
-void sivshm_mapper_realize(SivshmState *s, Error **errp);
-void sivshm_mapper_teardown(SivshmState *s);
-
-/* sivshm-reducer.c */
-void sivshm_reducer_realize(SivshmState *s, Error **errp);
-void sivshm_reducer_teardown(SivshmState *s);
+extern const SivshmRole sivshm_mapper_role;     /* sivshm-mapper.c */
+extern const SivshmRole sivshm_reducer_role;    /* sivshm-reducer.c */
+extern const SivshmRole sivshm_remote_role;     /* sivshm-remote.c */
+void sivshm_remote_finalize(SivshmState *s);
 
 #endif

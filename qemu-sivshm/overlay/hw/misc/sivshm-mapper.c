@@ -136,7 +136,7 @@ static void G_GNUC_PRINTF(2, 0) sivshm_server_log(void *opaque,
     warn_report("sivshm: %s", msg);
 }
 
-void sivshm_mapper_realize(SivshmState *s, Error **errp)
+static void sivshm_mapper_realize(SivshmState *s, Error **errp)
 {
     struct proto_cred allow[SIVSHM_MAX_REDUCERS + 1];
     struct proto_mapper_conf conf = {
@@ -249,7 +249,7 @@ void sivshm_mapper_realize(SivshmState *s, Error **errp)
 }
 
 /* Undo sivshm_mapper_realize(), in reverse order (sivshm_teardown()). */
-void sivshm_mapper_teardown(SivshmState *s)
+static void sivshm_mapper_teardown(SivshmState *s)
 {
     for (uint32_t j = 1; j <= s->geo.nreducers; j++) {
         sivshm_unbind_out(s, j);
@@ -282,3 +282,8 @@ void sivshm_mapper_teardown(SivshmState *s)
         s->region_open = false;
     }
 }
+
+const SivshmRole sivshm_mapper_role = {
+    .realize = sivshm_mapper_realize,
+    .teardown = sivshm_mapper_teardown,
+};

@@ -17,18 +17,6 @@
 #include "sivshm-lib/fds.h"
 #include "sivshm-internal.h"
 
-/* Reducer: forget the mapper's eventfds. */
-static void sivshm_reducer_unbind(SivshmState *s)
-{
-    if (!s->out_bound[0]) {
-        return;
-    }
-    sivshm_unbind_out(s, 0);
-    for (uint32_t v = 0; v < s->nvectors; v++) {
-        event_notifier_cleanup(&s->out[0][v]);
-    }
-}
-
 static void sivshm_reducer_close(SivshmState *s)
 {
     if (s->sock >= 0) {
@@ -53,7 +41,7 @@ static void sivshm_reducer_gone(void *opaque)
     sivshm_reducer_close(s);
     warn_report("sivshm: the mapper at %s went away; reducer %u will "
                 "rejoin it when it is back", s->socket_path, s->id);
-    sivshm_reducer_unbind(s);
+    sivshm_drop_out(s, 0);
     s->peers = 0;
     sivshm_peer_event(s);
     s->join_ms = PROTO_REJOIN_MIN_MS;
@@ -209,7 +197,7 @@ static void sivshm_join_try(void *opaque)
  * in the background, as it rejoins.  Without them, realize waits for the
  * mapper's WELCOME (at most timeout ms) to learn the slice.
  */
-void sivshm_reducer_realize(SivshmState *s, Error **errp)
+static void sivshm_reducer_realize(SivshmState *s, Error **errp)
 {
     int own[SIVSHM_MAX_VECTORS], fds[PROTO_MAX_FDS];
     char reason[PROTO_REASON_LEN] = "";
@@ -300,7 +288,7 @@ void sivshm_reducer_realize(SivshmState *s, Error **errp)
 }
 
 /* Undo sivshm_reducer_realize(), in reverse order (sivshm_teardown()). */
-void sivshm_reducer_teardown(SivshmState *s)
+static void sivshm_reducer_teardown(SivshmState *s)
 {
     sivshm_del_slots(s);
     if (s->join_timer) {
@@ -308,15 +296,11 @@ void sivshm_reducer_teardown(SivshmState *s)
         s->join_timer = NULL;
     }
     sivshm_reducer_close(s);
-    sivshm_reducer_unbind(s);
-    for (uint32_t v = 0; v < s->nvectors; v++) {
-        SivshmIn *in = &s->in[0][v];
-
-        if (in->s) {
-            qemu_set_fd_handler(event_notifier_get_fd(&in->n), NULL,
-                                NULL, NULL);
-            event_notifier_cleanup(&in->n);
-            in->s = NULL;
-        }
-    }
+    sivshm_drop_out(s, 0);
+    sivshm_drop_in(s, 0);
 }
+
+const SivshmRole sivshm_reducer_role = {
+    .realize = sivshm_reducer_realize,
+    .teardown = sivshm_reducer_teardown,
+};

@@ -7,9 +7,13 @@
  * QEMU connects.  The handshake, the geometry and the slot memory are
  * libsivshm's own code, compiled in from sivshm-lib/.
  *
+ * A reducer on another host joins over RDMA instead (remote=), through
+ * libsivshm's remote-reducer backend, also compiled in.
+ *
  * This file is the PCI device: its registers, its interrupts (irqfd under
- * KVM) and the doorbell eventfds; the roles are sivshm-mapper.c and
- * sivshm-reducer.c.  The register map is in docs/specs/sivshm.rst.
+ * KVM) and the doorbell eventfds; the roles are sivshm-mapper.c,
+ * sivshm-reducer.c and sivshm-remote.c.  The register map is in
+ * docs/specs/sivshm.rst.
  *
  * This work is licensed under the terms of the GNU GPL, version 2 or later.
  * See the COPYING file in the top-level directory.
@@ -349,6 +353,33 @@ void sivshm_unbind_out(SivshmState *s, uint32_t peer)
     s->out_bound[peer] = false;
 }
 
+/* Forget @peer's eventfds that sivshm_bind_out() bound, and close them. */
+void sivshm_drop_out(SivshmState *s, uint32_t peer)
+{
+    if (!s->out_bound[peer]) {
+        return;
+    }
+    sivshm_unbind_out(s, peer);
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        event_notifier_cleanup(&s->out[peer][v]);
+    }
+}
+
+/* Stop hearing the eventfds sivshm_init_in() took for @peer; close them. */
+void sivshm_drop_in(SivshmState *s, uint32_t peer)
+{
+    for (uint32_t v = 0; v < s->nvectors; v++) {
+        SivshmIn *in = &s->in[peer][v];
+
+        if (in->s) {
+            qemu_set_fd_handler(event_notifier_get_fd(&in->n), NULL,
+                                NULL, NULL);
+            event_notifier_cleanup(&in->n);
+            in->s = NULL;
+        }
+    }
+}
+
 void sivshm_peer_event(SivshmState *s)
 {
     sivshm_raise(s, SIVSHM_INTR_PEER_CHANGE, s->nvectors);
@@ -381,10 +412,8 @@ static void sivshm_teardown(SivshmState *s)
     if (msix_present(pdev)) {
         msix_uninit_exclusive_bar(pdev);
     }
-    if (sivshm_is_mapper(s)) {
-        sivshm_mapper_teardown(s);
-    } else {
-        sivshm_reducer_teardown(s);
+    if (s->role) {
+        s->role->teardown(s);
     }
     compat_migrate_del_blocker(&s->migration_blocker);
 }
@@ -394,8 +423,23 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
     SivshmState *s = SIVSHM(pdev);
     Error *local_err = NULL;
 
-    if (!s->shm_id || !s->socket_path) {
-        error_setg(errp, "sivshm: shm and socket must be set");
+    if (s->remote) {
+        /* The mapper's memory and socket are on its own host. */
+        if (sivshm_is_mapper(s)) {
+            error_setg(errp, "sivshm: remote is a reducer's (vm-id 1..%u): "
+                       "a mapper serves remote reducers from a host "
+                       "process (sivshm_mapper_serve_remote)",
+                       SIVSHM_MAX_REDUCERS);
+            return;
+        }
+        if (s->shm_id || s->socket_path) {
+            error_setg(errp, "sivshm: shm and socket are a local peer's: "
+                       "a reducer given remote joins over RDMA only");
+            return;
+        }
+    } else if (!s->shm_id || !s->socket_path) {
+        error_setg(errp, "sivshm: shm and socket must be set (or remote, "
+                   "for a reducer whose mapper is on another host)");
         return;
     }
     if (s->nvectors < 1 || s->nvectors > SIVSHM_MAX_VECTORS) {
@@ -417,11 +461,9 @@ static void sivshm_realize(PCIDevice *pdev, Error **errp)
 
     memory_region_init_io(&s->mmio, OBJECT(s), &sivshm_mmio_ops, s,
                           "sivshm.mmio", SIVSHM_BAR0_SIZE);
-    if (sivshm_is_mapper(s)) {
-        sivshm_mapper_realize(s, &local_err);
-    } else {
-        sivshm_reducer_realize(s, &local_err);
-    }
+    s->role = sivshm_is_mapper(s) ? &sivshm_mapper_role :
+              s->remote ? &sivshm_remote_role : &sivshm_reducer_role;
+    s->role->realize(s, &local_err);
     if (local_err) {
         goto fail;
     }
@@ -453,6 +495,12 @@ static void sivshm_exit(PCIDevice *pdev)
     sivshm_teardown(SIVSHM(pdev));
 }
 
+/* What BAR1 may map until the last reference to us is gone. */
+static void sivshm_finalize(Object *obj)
+{
+    sivshm_remote_finalize(SIVSHM(obj));
+}
+
 static void sivshm_reset(DeviceState *dev)
 {
     SivshmState *s = SIVSHM(dev);
@@ -476,6 +524,8 @@ static const Property sivshm_properties[] = {
     DEFINE_PROP_UINT32("timeout", SivshmState, timeout_ms, 10000),
     DEFINE_PROP_STRING("creds", SivshmState, creds),
     DEFINE_PROP_STRING("mapper-cred", SivshmState, mapper_cred),
+    DEFINE_PROP_STRING("remote", SivshmState, remote),
+    DEFINE_PROP_STRING("key-secret", SivshmState, key_secret),
 };
 
 static void sivshm_class_init(ObjectClass *klass, void *data)
@@ -502,6 +552,7 @@ static const TypeInfo sivshm_types[] = {
         .name          = TYPE_SIVSHM,
         .parent        = TYPE_PCI_DEVICE,
         .instance_size = sizeof(SivshmState),
+        .instance_finalize = sivshm_finalize,
         .class_init    = sivshm_class_init,
         .interfaces    = (InterfaceInfo[]) {
             { INTERFACE_CONVENTIONAL_PCI_DEVICE },
