@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,6 +60,14 @@ DEVICE_TESTS = (
     "sivshm-isolation", "sivshm-interrupts", "sivshm-bar-fuzz",
     "sivshm-device-add", "sivshm-irqfd", "pagetype-l2", "rdma-device",
 )
+
+
+# A test whose file has this line keeps one core busy (one guest with one
+# vCPU, or a level 1 of one CPU with its level 2 inside): two of them may
+# run at once, each beside the other.  Every other test runs alone.
+ONE_CORE = "# runtests: one core\n"
+# The cores the tests share (the machines this runs on have two).
+CORES = 2
 
 
 # What the VM tier does that only root may: the reason runtests.py refuses
@@ -96,6 +105,66 @@ def discover(builddir, tiers):
                         found.setdefault(os.path.basename(p), p)
         tests += [(tier, found[k], timeout) for k in sorted(found)]
     return tests
+
+
+def cores_of(path):
+    """The cores test @path keeps busy: 1 if it says so, else all."""
+    try:
+        with open(path, errors="replace") as f:
+            return 1 if ONE_CORE in f.readlines()[:40] else CORES
+    except OSError:
+        return CORES
+
+
+class Cores:
+    """The cores tests take and give back; a test waits until as many as
+    it needs are free.  Tests start in their order: one that needs them
+    all waits for those before it to end, and holds back those after."""
+
+    def __init__(self, n):
+        self.free = n
+        self.cond = threading.Condition()
+
+    def take(self, n):
+        with self.cond:
+            self.cond.wait_for(lambda: self.free >= n)
+            self.free -= n
+
+    def give(self, n):
+        with self.cond:
+            self.free += n
+            self.cond.notify_all()
+
+
+def run_all(tests, logroot, env, suffix=""):
+    """Run @tests, two one-core tests at once where they meet; returns
+    their verdicts in the order they ended."""
+    cores = Cores(CORES)
+    verdicts = []
+    threads = []
+
+    def run(tier, path, timeout, need):
+        try:
+            verdicts.append(run_one(tier, path, timeout, logroot, env,
+                                    suffix))
+        finally:
+            cores.give(need)
+
+    hold = bool(os.environ.get("SIVSHM_VM_HOLD"))
+    plan = [(tier, path, timeout,
+             CORES if tier == "unit" or hold else cores_of(path))
+            for tier, path, timeout in tests]
+    # The one-core tests of a tier after its others, to meet each other.
+    tiers = list(dict.fromkeys(t[0] for t in plan))
+    plan.sort(key=lambda t: (tiers.index(t[0]), t[3] == 1))
+    for tier, path, timeout, need in plan:
+        cores.take(need)
+        t = threading.Thread(target=run, args=(tier, path, timeout, need))
+        t.start()
+        threads.append(t)
+    for t in threads:
+        t.join()
+    return verdicts
 
 
 def probe_accel(builddir):
@@ -170,12 +239,13 @@ def run_one(tier, path, timeout, logroot, env, suffix=""):
         verdict = "FAIL"
         why = ("timed out after %d s" % timeout if status is None
                else "exit status %d" % status)
-    print("%s %s/%s (%.1f s)%s" % (verdict, tier, name, elapsed,
-                                   (": " + why) if why else ""), flush=True)
+    report = "%s %s/%s (%.1f s)%s\n" % (verdict, tier, name, elapsed,
+                                       (": " + why) if why else "")
     if verdict == "FAIL":
-        tail = out.splitlines()[-15:]
-        print("".join("    | %s\n" % ln for ln in tail), end="")
-        print("    log: %s" % logfile, flush=True)
+        report += "".join("    | %s\n" % ln for ln in out.splitlines()[-15:])
+        report += "    log: %s\n" % logfile
+    # One write: a test running beside it reports in lines of its own.
+    print(report, end="", flush=True)
     return verdict
 
 
@@ -235,15 +305,18 @@ def main():
     logroot = os.path.join(builddir, "tests", "logs")
     os.makedirs(logroot, exist_ok=True)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for tier, path, timeout in tests:
-        counts[run_one(tier, path, timeout, logroot, env)] += 1
+    for verdict in run_all(tests, logroot, env):
+        counts[verdict] += 1
     if again:
         print("The device tests again, on QEMU %s"
               % qemu_version(other_qemu), flush=True)
-        env = dict(env, SIVSHM_QEMU=other_qemu)
-        for tier, path, timeout in again:
-            counts[run_one(tier, path, timeout, logroot, env,
-                           "@qemu-" + release)] += 1
+        # The other release where the devices are: in a nested test, in
+        # level 1; level 0 stays the machine's stand-in, as in the first
+        # pass (docs/testing.md, "Our QEMU on 10.0").
+        env = dict(env, SIVSHM_QEMU=other_qemu,
+                   SIVSHM_LEVEL0_QEMU=env["SIVSHM_QEMU"])
+        for verdict in run_all(again, logroot, env, "@qemu-" + release):
+            counts[verdict] += 1
     print("%d passed, %d failed, %d skipped"
           % (counts["PASS"], counts["FAIL"], counts["SKIP"]), flush=True)
     return 1 if counts["FAIL"] or not tests else 0

@@ -5,7 +5,10 @@ root holds, the bounds boot() accepts, and that what a process running
 as another user opens does not depend on where the checkout is.  Run by
 tests/runtests.py, which puts the harness on PYTHONPATH."""
 
+import contextlib
 import glob
+import importlib.util
+import io
 import os
 import re
 import shutil
@@ -291,6 +294,99 @@ class Budget(unittest.TestCase):
     def test_one_attempt_over_the_limit(self):
         with self.assertRaises(HarnessError):
             boot(self.Guest(), timeout=601)
+
+
+class Level0(unittest.TestCase):
+    """A level 1 carrying our QEMU runs under SIVSHM_LEVEL0_QEMU where
+    that is set (runtests.py's pass on the other release); every other
+    guest under SIVSHM_QEMU."""
+
+    class Kernel(Staging.Kernel):
+        vmlinuz = "/nonexistent/vmlinuz"
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="harness-level0-")
+        self.saved = {k: os.environ.get(k) for k in
+                      ("SIVSHM_QEMU", "SIVSHM_LEVEL0_QEMU", "SIVSHM_ACCEL")}
+        for k in ("SIVSHM_QEMU", "SIVSHM_LEVEL0_QEMU"):
+            path = os.path.join(self.tmp, k)
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\nexit 0\n")
+            os.chmod(path, 0o755)
+            os.environ[k] = path
+        os.environ["SIVSHM_ACCEL"] = "tcg"
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(self.tmp)
+
+    def qemu_of(self, level1):
+        g = Guest("t", "true\n", kernel=self.Kernel())
+        g.level1 = level1
+        r = Running(g, os.path.join(self.tmp, "logs"))
+        r.wait(30)
+        return os.path.basename(r.argv[0])
+
+    def test_level1_under_level0(self):
+        self.assertEqual(self.qemu_of(True), "SIVSHM_LEVEL0_QEMU")
+
+    def test_other_guests_under_ours(self):
+        self.assertEqual(self.qemu_of(False), "SIVSHM_QEMU")
+
+    def test_level1_under_ours_without_level0(self):
+        del os.environ["SIVSHM_LEVEL0_QEMU"]
+        self.assertEqual(self.qemu_of(True), "SIVSHM_QEMU")
+
+
+class Runner(unittest.TestCase):
+    """runtests.py's scheduling: two tests marked one-core run at once, a
+    test not marked runs alone."""
+
+    TEST = """#!/bin/sh
+%s
+date +%%s.%%N > "$0.start"
+sleep 1
+date +%%s.%%N > "$0.end"
+"""
+
+    def setUp(self):
+        spec = importlib.util.spec_from_file_location(
+            "runtests", os.path.join(TOP, "tests", "runtests.py"))
+        self.rt = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.rt)
+        self.tmp = tempfile.mkdtemp(prefix="harness-runner-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def script(self, name, one_core):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(self.TEST % (self.rt.ONE_CORE.strip() if one_core
+                                 else "# runs alone"))
+        os.chmod(path, 0o755)
+        return path
+
+    def span(self, path):
+        with open(path + ".start") as a, open(path + ".end") as b:
+            return float(a.read()), float(b.read())
+
+    def test_one_core_tests_pair_others_run_alone(self):
+        a = self.script("a", True)
+        w = self.script("w", False)
+        b = self.script("b", True)
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            verdicts = self.rt.run_all([("vm", p, 30) for p in (a, w, b)],
+                                       self.tmp, dict(os.environ))
+        self.assertEqual(verdicts, ["PASS"] * 3, out.getvalue())
+        (a0, a1), (w0, w1), (b0, b1) = map(self.span, (a, w, b))
+        self.assertTrue(a0 < b1 and b0 < a1, "a and b did not overlap")
+        for s0, s1 in ((a0, a1), (b0, b1)):
+            self.assertTrue(s1 <= w0 or w1 <= s0, "w ran beside another")
 
 
 class UserDirs(unittest.TestCase):

@@ -40,6 +40,26 @@ def programs():
             builddir("tests", "vm", "guest", "rdma-ping")]
 
 
+def mapper_script(job, port, before=""):
+    """Shell for a host that runs the charcount @job's mapper, serving
+    the ids of /etc/keys over RDMA on @port and reducer 1 on its unix
+    socket, where a reducer process then joins as 1 (after the shell
+    @before, given the socket).  It prints the mapper's output and exits
+    with its status."""
+    return """
+charcount-mapper --socket /tmp/cc.sock %s \\
+	--listen "$RDMA_SELF:%d" --keys /etc/keys >/tmp/mapper.out 2>&1 &
+mapper=$!
+until [ -S /tmp/cc.sock ]; do sleep 0.1; done
+%s
+charcount-reducer --socket /tmp/cc.sock --id 1 --mode irq &
+status=0
+wait $mapper || status=$?
+cat /tmp/mapper.out
+exit $status
+""" % (job, port, before)
+
+
 def addr(i):
     return "10.0.0.%d" % (i + 1)
 

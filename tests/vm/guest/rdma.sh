@@ -43,6 +43,22 @@ rdma_until() {
 	done
 }
 
+# Whether "$@", a reducer given a wrong key, failed because its mapper
+# refused the key (its output in /tmp/rdma-refused.out).
+rdma_refused() {
+	! "$@" >/tmp/rdma-refused.out 2>&1 &&
+		grep -q "refused our key" /tmp/rdma-refused.out
+}
+
+# Until the mapper listens: "$@", a reducer given a wrong key, tried again
+# until the mapper refuses that key; its last output is printed.
+rdma_wait_mapper() {
+	local status=0
+	rdma_until "refusal of a wrong key" rdma_refused "$@" || status=1
+	cat /tmp/rdma-refused.out
+	return $status
+}
+
 # The RoCE GID of an IPv4 address: the address mapped into IPv6.
 rdma_ipv4_gid() {
 	local IFS=.

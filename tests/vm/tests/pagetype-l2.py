@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: one core
 """kvm_pagetype with a real level-2 Linux under KVM.
 
 Level 1 (kvm_amd npt=0) loads kvm_pagetype.ko and runs our QEMU with the

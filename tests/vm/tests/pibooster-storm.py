@@ -58,7 +58,10 @@ def test():
     for s, what in ((pre, "pre"), (coarse, "coarse"), (toggled, "toggled"),
                     (dyn, "dyn")):
         check_balance(s, what)
-    check(pre["hits"] > 10 * pre["misses"],
+    # Most tables come from the cache: a miss is the stock growing while
+    # both vCPUs fork, which timing decides (hits/misses as low as 9.6,
+    # 4616/480, in a full run), so the bound is well below that.
+    check(pre["hits"] > 4 * pre["misses"],
           "Pre-PiBooster: %d hits, %d misses" % (pre["hits"], pre["misses"]))
     check(coarse["hits"] == pre["hits"] and coarse["cached"] == 0 and
           coarse["to_semi"] == pre["to_semi"] and

@@ -10,7 +10,7 @@ reducer taking a remote id is refused.  Then the job's total is exact."""
 
 import secrets
 
-from rdma import Hosts
+from rdma import Hosts, mapper_script
 from vmtest import builddir, check, main
 
 PORT = 7471
@@ -25,36 +25,20 @@ def programs():
             ("charcount-mapper", "charcount-reducer", "rdma-hostile")]
 
 
-MAPPER = """
-charcount-mapper --socket /tmp/cc.sock %s \\
-	--listen "$RDMA_SELF:%d" --keys /etc/keys >/tmp/mapper.out 2>&1 &
-mapper=$!
-until [ -S /tmp/cc.sock ]; do sleep 0.1; done
+# A local reducer taking remote id 2 is refused before the job.
+MAPPER = mapper_script(JOB, PORT, """
 if charcount-reducer --socket /tmp/cc.sock --id 2 --mode irq \\
 	>/tmp/local2.out 2>&1; then
 	echo "a local reducer took remote id 2"; exit 1
 fi
 cat /tmp/local2.out
-grep -q "Object is remote" /tmp/local2.out
-charcount-reducer --socket /tmp/cc.sock --id 1 --mode irq &
-status=0
-wait $mapper || status=$?
-cat /tmp/mapper.out
-exit $status
-""" % (JOB, PORT)
+grep -q "Object is remote" /tmp/local2.out""")
 
 REMOTE = """
 addr=$RDMA_PEER:%d
 # Until the mapper listens: the wrong key, then refused for it.
-i=0
-until charcount-reducer --connect $addr --id 2 --keys /etc/wrong \\
-	--mode irq >/tmp/wrong.out 2>&1 || grep -q "refused our key" /tmp/wrong.out
-do
-	i=$((i + 1))
-	[ $i -lt 300 ] || { cat /tmp/wrong.out; exit 1; }
-	sleep 0.5
-done
-cat /tmp/wrong.out
+rdma_wait_mapper charcount-reducer --connect $addr --id 2 --keys /etc/wrong \\
+	--mode irq >/tmp/wrong.out
 grep -q "Permission denied" /tmp/wrong.out
 rdma-hostile $addr /etc/keys 2 3
 charcount-reducer --connect $addr --id 2 --keys /etc/keys --mode irq &

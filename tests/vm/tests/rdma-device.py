@@ -18,7 +18,7 @@ and the doorbell interrupts must have reached the reducer VM."""
 
 import secrets
 
-from rdma import Hosts
+from rdma import Hosts, mapper_script
 from sivshm import MODULE, module
 from vmtest import (Guest, builddir, check, emulator_fault, log, main,
                     nested_result)
@@ -32,17 +32,7 @@ L2_S = 200
 # A level 1 lost to TCG's nested SVM is tried again (docs/testing.md).
 ATTEMPTS = 2
 
-MAPPER = """
-charcount-mapper --socket /tmp/cc.sock %s \\
-	--listen "$RDMA_SELF:%d" --keys /etc/keys >/tmp/mapper.out 2>&1 &
-mapper=$!
-until [ -S /tmp/cc.sock ]; do sleep 0.1; done
-charcount-reducer --socket /tmp/cc.sock --id 1 --mode irq &
-status=0
-wait $mapper || status=$?
-cat /tmp/mapper.out
-exit $status
-""" % (JOB, PORT)
+MAPPER = mapper_script(JOB, PORT)
 
 # The device with a wrong key first: it is also how level 1 waits for
 # the mapper to listen (refused for the key, not for want of a mapper).
@@ -53,16 +43,9 @@ wrong() {
 	echo quit | qemu-system-x86_64 -nodefaults -display none \\
 		-L /usr/share/qemu -machine pc -accel kvm -S -monitor stdio \\
 		-object secret,id=k,file=/etc/wrong \\
-		-device sivshm,vm-id=2,remote=$RDMA_PEER:$port,key-secret=k \\
-		>/dev/null 2>/tmp/wrong.err
+		-device sivshm,vm-id=2,remote=$RDMA_PEER:$port,key-secret=k
 }
-i=0
-until ! wrong && grep -q "refused our key" /tmp/wrong.err; do
-	i=$((i + 1))
-	[ $i -lt 120 ] || { cat /tmp/wrong.err; exit 1; }
-	sleep 0.5
-done
-cat /tmp/wrong.err
+rdma_wait_mapper wrong >/tmp/wrong.err
 grep -q "could not join the mapper at $RDMA_PEER:$port over RDMA" /tmp/wrong.err
 
 # The reducer VM's QMP monitor: a pipe chardev, read into r2qmp.log.

@@ -19,7 +19,9 @@ also fails the test.
 
 Configuration comes from the environment, set by tests/runtests.py:
 
-    SIVSHM_QEMU       our qemu-system-x86_64
+    SIVSHM_QEMU       our qemu-system-x86_64, the one under test
+    SIVSHM_LEVEL0_QEMU  the QEMU that runs a level 1 carrying SIVSHM_QEMU
+                      (nested()); SIVSHM_QEMU when unset
     SIVSHM_KERNEL     the fetched kernel (tests/vm/fetch-kernel.sh): KVER, root/
     SIVSHM_BUILDDIR   the build tree (modules, guest programs)
     SIVSHM_LOGDIR     where this test keeps its logs (consoles, channels)

@@ -126,6 +126,9 @@ class Guest:
         self.cmdline = cmdline
         self.kernel = kernel or Kernel()
         self.hold = os.environ.get("SIVSHM_VM_HOLD") == name
+        # A level 1 carrying our QEMU (nested()): the QEMU that runs it is
+        # the machine's stand-in, SIVSHM_LEVEL0_QEMU where that is set.
+        self.level1 = False
 
     def build_initramfs(self, path):
         """Write an uncompressed newc cpio of this guest's root to path."""

@@ -75,13 +75,15 @@ def nested(l1_script, l2, l1_kmods=(), l1_args=(), l1_machine="q35",
            "VMTEST_L2_FIRST": l2s[0].name,
            "VMTEST_KVM_RUN_FAILED": KVM_RUN_FAILED,
            "VMTEST_L2_BOOT_STALL": L2_BOOT_STALL}
-    return Guest(l2s[0].name + "-l1", l1_script,
+    l1 = Guest(l2s[0].name + "-l1", l1_script,
                  shell_libs=[guest_sh("level1.sh")] +
                  list(l1_opts.pop("shell_libs", [])), env=env,
                  kmods=["kvm", "kvm_amd"] + list(l1_kmods),
                  files={**files, **l1_opts.pop("files", {})},
                  collect=collect + list(l2_collect), qemu_args=l1_args,
                  machine=l1_machine, memory=l1_memory, **l1_opts)
+    l1.level1 = True
+    return l1
 
 
 def nested_result(l1_result, l2_name):

@@ -95,6 +95,8 @@ class Running:
             if os.path.exists(p):
                 os.unlink(p)
         accel = accel or host_accel()
+        if not qemu and guest.level1 and os.environ.get("SIVSHM_LEVEL0_QEMU"):
+            qemu = env_path("SIVSHM_LEVEL0_QEMU", "the level-0 QEMU")
         qemu = qemu or env_path("SIVSHM_QEMU", "our qemu-system-x86_64")
         vmlinuz = guest.kernel.vmlinuz
         if user:
