@@ -22,23 +22,35 @@ for mode in poll irq; do
 	done
 done
 
-# Restart: many rounds, so the kill lands mid-job.
+# Restart: reducer 2 is killed as soon as the mapper says the job has
+# started.  Some 10000 rounds take seconds on any machine this runs on, so
+# the kill lands mid-job however fast the host is (a fixed sleep did not:
+# a fast host finished the whole job first).
 sock=$tmp/restart.sock
 "$bin/charcount-mapper" --socket "$sock" --reducers 3 --size 1M \
-	--random 2G --mode irq --timeout 20000 >"$tmp/mapper" 2>&1 &
+	--random 8G --mode irq --timeout 20000 >"$tmp/mapper" 2>&1 &
 mapper=$!
 for j in 1 2 3; do
-	"$bin/charcount-reducer" --socket "$sock" --id $j --mode irq 2>"$tmp/r$j" &
+	"$bin/charcount-reducer" --socket "$sock" --id $j --mode irq \
+		>"$tmp/r$j.out" 2>&1 &
 	eval "r$j=\$!"
 done
-sleep 1
-kill -0 $mapper || { cat "$tmp/mapper"; echo "FAIL: the job ended before the kill"; exit 1; }
+waited=0
+until grep -q 'reducers ready' "$tmp/mapper"; do
+	kill -0 $mapper 2>/dev/null ||
+		{ cat "$tmp/mapper"; echo "FAIL: the mapper ended before the job started"; exit 1; }
+	[ $waited -lt 300 ] ||
+		{ cat "$tmp/mapper"; echo "FAIL: the job did not start in 30 s"; exit 1; }
+	sleep 0.1
+	waited=$((waited + 1))
+done
 # shellcheck disable=SC2154
-kill -9 "$r2"
+kill -9 "$r2" 2>/dev/null ||
+	{ cat "$tmp/mapper" "$tmp/r2.out"; echo "FAIL: reducer 2 ended before the kill"; exit 1; }
 wait "$r2" 2>/dev/null || true
 sleep 0.5
 kill -0 $mapper || { cat "$tmp/mapper"; echo "FAIL: the mapper died with reducer 2"; exit 1; }
-"$bin/charcount-reducer" --socket "$sock" --id 2 --mode irq 2>"$tmp/r2b" &
+"$bin/charcount-reducer" --socket "$sock" --id 2 --mode irq >"$tmp/r2b" 2>&1 &
 wait $mapper || { cat "$tmp/mapper" "$tmp/r2b"; echo "FAIL: job failed after the restart"; exit 1; }
 grep -q ': match)' "$tmp/mapper" || { cat "$tmp/mapper"; exit 1; }
 echo "restart: reducer 2 killed mid-job and restarted; $(grep occurs "$tmp/mapper")"
