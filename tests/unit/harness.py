@@ -20,7 +20,7 @@ import unittest
 from vmtest import (L2_BOOT_STALL, FrameError, Guest, HarnessError, Result,
                     Running, boot, encode_frame, emulator_fault, find_splats, guest_sh,
                     nested_result, parse_frames, remove_user_dirs,
-                    resolve_modules, user_can, user_dir)
+                    resolve_modules, stale_int3, user_can, user_dir)
 from vmtest import user as vmuser
 
 TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -170,6 +170,28 @@ class Killed(unittest.TestCase):
         r = Result("t", channel(("out", b"vmtest: level 2 g ended: 0\n"),
                                 ("exit", b"0")), b"", False, 0)
         self.assertIsNone(emulator_fault(r))
+
+    # A 6.12 guest's oops on TCG: sched_clock_tick's static-key jump just
+    # patched back to its nop (66 90), the int3 gone before RIP.
+    OOPS = (b"[    2.412345] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI\n"
+            b"[    2.412345] RIP: 0010:sched_clock_tick+0x5/0x70\n"
+            b"[    2.412345] Code: 0f 1f 40 00 90 90 90 90 f3 0f 1e fa 66 "
+            b"<90> 55 48 89 e5 e8 0b 00 00 00\n")
+
+    def test_stale_int3(self):
+        r = Result("t", b"", self.OOPS, False, 0)
+        self.assertEqual(r.outcome, "lost")
+        self.assertIn("no int3 before RIP (fa 66 <90>)", stale_int3(r))
+        self.assertIn("stale", emulator_fault(r))
+
+    def test_a_real_int3_is_not_stale(self):
+        real = self.OOPS.replace(b"66 <90>", b"cc <90>")
+        self.assertIsNone(stale_int3(Result("t", b"", real, False, 0)))
+        # Nor is another oops, nor a guest that passed.
+        other = self.OOPS.replace(b"Oops: int3", b"Oops: general protection")
+        self.assertIsNone(stale_int3(Result("t", b"", other, False, 0)))
+        ok = Result("t", channel(("exit", b"0")), b"", False, 0)
+        self.assertIsNone(stale_int3(ok))
 
 
 class Splats(unittest.TestCase):

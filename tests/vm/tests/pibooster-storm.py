@@ -48,7 +48,10 @@ mem unloaded
 
 def test():
     # 4-level paging (TCG's -cpu max has LA57): the roots are L4 tables
-    r = boot(guest("pibooster-storm", SCRIPT, cmdline="no5lvl"), timeout=400)
+    # A 6.12 guest on two vCPUs can trap on an int3 TCG kept after the
+    # kernel removed it: tried again then (vmtest.stale_int3()).
+    r = boot(guest("pibooster-storm", SCRIPT, cmdline="no5lvl"), timeout=400,
+             emulator_retries=1)
     check(r.outcome == "pass", r.describe())
     text = r.text()
     check(text.count(", 0 failures") == 10,

@@ -52,7 +52,7 @@ from .qmp import Qmp, qmp_up
 from .result import (FAIL, FRAME_MAGIC, KVM_RUN_FAILED, L2_BOOT_STALL, PASS,
                      RESULT_PORT, SKIP, FrameError, HarnessError, Result, check,
                      emulator_fault, encode_frame, find_splats, main,
-                     parse_frames, skip)
+                     parse_frames, skip, stale_int3)
 from .user import UserDir, remove_user_dirs, user_can, user_dir
 
 __all__ = [
@@ -67,5 +67,6 @@ __all__ = [
     "RESULT_PORT", "SKIP",
     "FrameError", "HarnessError", "Result", "check", "emulator_fault",
     "encode_frame", "find_splats", "main", "parse_frames", "skip",
+    "stale_int3",
     "UserDir", "remove_user_dirs", "user_can", "user_dir",
 ]

@@ -12,7 +12,7 @@ import tempfile
 
 from .env import env_path, log, logdir
 from .qemu import Running
-from .result import RESULT_PORT, HarnessError, emulator_fault
+from .result import RESULT_PORT, HarnessError, emulator_fault, stale_int3
 
 # The shell the harness runs in guests (tests/vm/guest/*.sh).
 GUEST_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -228,9 +228,10 @@ CONSOLE_TAIL = 8
 
 
 def boot(guest, timeout=120, accel=None, emulator_retries=0):
-    """Boot one guest, wait for it, and return its Result.  A nested level
-    1 that failed through the emulator (emulator_fault), not through the
-    code under test, is tried again, emulator_retries times at most."""
+    """Boot one guest, wait for it, and return its Result.  A guest that
+    failed through the emulator, not through the code under test, is tried
+    again, emulator_retries times at most: a nested level 1 for
+    emulator_fault(), any other guest for stale_int3()."""
     attempts = emulator_retries + 1
     budget = int(os.environ.get("SIVSHM_TEST_TIMEOUT") or 0)
     if budget and attempts * timeout > budget:
@@ -243,9 +244,11 @@ def boot(guest, timeout=120, accel=None, emulator_retries=0):
             # The console's last lines say where a lost guest stopped.
             for ln in r.console.rstrip().splitlines()[-CONSOLE_TAIL:]:
                 log("  console: " + ln.rstrip())
-        fault = emulator_fault(r)
+        # A lost level 1 is the nested SVM's; a lost guest of any other
+        # kind is the test's, but for a stale int3.
+        fault = emulator_fault(r) if guest.level1 else stale_int3(r)
         if not fault or attempt == attempts:
             return r
-        log("attempt %d of %d: %s (TCG's nested SVM, not the code under "
-            "test)" % (attempt, attempts, fault))
+        log("attempt %d of %d: %s (the emulator, not the code under test)"
+            % (attempt, attempts, fault))
     return r

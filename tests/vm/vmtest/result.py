@@ -191,6 +191,31 @@ EMULATOR_SPLAT = re.compile(r"scheduling while atomic: .*/0x0011|"
                             r"at kernel/(softirq|context_tracking|smp)\.c")
 
 
+# The line of opcode bytes an oops prints, the byte at RIP in <>.
+CODE_LINE = re.compile(r"Code: ((?:[0-9a-f]{2} )*)<([0-9a-f]{2})>")
+
+
+def stale_int3(r):
+    """Why @r's guest failed, if it trapped on an int3 that was no longer
+    in memory: the kernel's int3 oops whose Code line has no int3 (cc)
+    just before RIP.  A kernel patching its text (text_poke_bp()) removes
+    its int3s only after every CPU has serialized, so on hardware no CPU
+    traps on one that is gone; TCG running a stale translation of the
+    patched code does (docs/pibooster.md).  None if not that."""
+    if r.outcome == "pass":
+        return None
+    text = r.console + "\n" + r.dmesg.decode(errors="replace")
+    at = text.find("Oops: int3")
+    if at < 0:
+        return None
+    m = CODE_LINE.search(text, at)
+    if not m or m.group(1).split()[-1:] == ["cc"]:
+        return None
+    return ("an int3 trap with no int3 before RIP (%s <%s>): TCG ran a "
+            "stale translation" % (" ".join(m.group(1).split()[-2:]),
+                                   m.group(2)))
+
+
 def emulator_fault(r1):
     """Why level 1 failed, or its level 2 never ran its script, if TCG's
     nested SVM is to blame; None if it is not."""
@@ -199,6 +224,9 @@ def emulator_fault(r1):
         return stalls[0].strip()
     if r1.outcome == "pass":
         return None
+    int3 = stale_int3(r1)
+    if int3:
+        return "level 1: " + int3
     if r1.lost:
         return "level 1 " + r1.lost
     bad = [s for s in r1.splats if EMULATOR_SPLAT.search(s)]
