@@ -102,6 +102,13 @@ fail() {
 fail 2 $((port + 1)) k2 "over RDMA: Connection refused"
 fail 1 $port k2 "over RDMA: Numerical result out of range"
 fail 2 $port kbad "over RDMA: Permission denied"
+qmp '{"execute": "device_add", "arguments": {"driver": "sivshm",
+	"id": "bad6", "bus": "pci.0", "addr": "5", "vm-id": 2,
+	"remote": "'$RDMA_PEER:$port'", "key-secret": "k2", "timeout": 0}}' \
+	>/tmp/answer
+grep -q '"error".*timeout 0 is not 1\.\.' /tmp/answer || { cat /tmp/answer; exit 1; }
+[ "$(fds)" -eq "$base" ] || { echo "timeout 0: descriptors $(fds), not $base"; exit 1; }
+echo "device_add refused: timeout 0"
 
 # Joined, bound by the guest's driver and unplugged, twice.
 bound() { grep -c "sivshm0: id 2," /tmp/rdma-dev-reducer2.console || true; }

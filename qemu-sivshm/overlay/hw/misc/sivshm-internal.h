@@ -127,6 +127,7 @@ struct SivshmState {
     QemuThread doorbell_thread;
     EventNotifier doorbell_stop;
     bool doorbells;             /* the thread runs */
+    bool doorbell_quit;         /* teardown asks it to stop (atomic) */
     QEMUBH *lost_bh;
 };
 

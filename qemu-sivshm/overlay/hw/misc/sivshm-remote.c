@@ -74,8 +74,12 @@ static void *sivshm_remote_doorbells(void *opaque)
     for (;;) {
         if (poll(pfd, 1 + s->nvectors, SIVSHM_REMOTE_PEER_POLL_MS) < 0 &&
             errno != EINTR) {
+            /* No more doorbells: the guest must not wait for answers. */
             error_report("sivshm: reducer %u's doorbells: poll: %s", s->id,
                          strerror(errno));
+            if (connected) {
+                qemu_bh_schedule(s->lost_bh);
+            }
             break;
         }
         if (pfd[0].revents) {
@@ -84,6 +88,10 @@ static void *sivshm_remote_doorbells(void *opaque)
         for (uint32_t v = 0; v < s->nvectors; v++) {
             int err;
 
+            /* A notify can wait seconds for the mapper: unplug waits less. */
+            if (qatomic_read(&s->doorbell_quit)) {
+                return NULL;
+            }
             if (!(pfd[1 + v].revents & POLLIN) ||
                 !event_notifier_test_and_clear(&s->out[0][v])) {
                 continue;
@@ -108,15 +116,18 @@ static bool sivshm_remote_key(SivshmState *s, uint8_t key[SIVSHM_KEY_BYTES],
                               Error **errp)
 {
     g_autofree char *hex = NULL;
+    size_t len;
     int err;
 
     hex = qcrypto_secret_lookup_as_utf8(s->key_secret, errp);
     if (!hex) {
         return false;
     }
+    len = strlen(hex);          /* g_strstrip() moves the key left */
     err = sivshm_key_parse(g_strstrip(hex), key);
-    explicit_bzero(hex, strlen(hex));
+    explicit_bzero(hex, len);
     if (err) {
+        explicit_bzero(key, SIVSHM_KEY_BYTES);
         error_setg(errp, "sivshm: secret %s is not a key: %u hexadecimal "
                    "digits", s->key_secret, 2 * SIVSHM_KEY_BYTES);
         return false;
@@ -130,6 +141,7 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
     uint8_t key[SIVSHM_KEY_BYTES];
     struct sivshm_info info;
     int out[SIVSHM_MAX_VECTORS];
+    void *slot;
     int err;
 
     if (s->id > SIVSHM_MAX_REDUCERS) {
@@ -141,6 +153,11 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
         error_setg(errp, "sivshm: creds, mapper-cred, size and reducers are "
                    "a local peer's: a remote reducer proves its key and "
                    "learns its slice from the mapper");
+        return;
+    }
+    if (!s->timeout_ms || s->timeout_ms > INT_MAX) {
+        error_setg(errp, "sivshm: timeout %u is not 1..%d ms", s->timeout_ms,
+                   INT_MAX);
         return;
     }
     if (!s->key_secret) {
@@ -162,6 +179,11 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
         return;
     }
     sivshm_get_info(s->lib, &info);
+    slot = sivshm_slot(s->lib, s->id);
+    if (!slot) {
+        error_setg(errp, "sivshm: reducer %u joined with no slot", s->id);
+        return;
+    }
     s->geo.slice_size = info.slice_size;
     s->geo.region_size = info.region_size;
     s->geo.nreducers = info.nreducers;
@@ -170,13 +192,13 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
     memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
                        pow2ceil(s->geo.slice_size));
     memory_region_init_ram_ptr(&s->slot_mr[0], OBJECT(s), "sivshm.slot",
-                               s->geo.slice_size, sivshm_slot(s->lib, s->id));
+                               s->geo.slice_size, slot);
     memory_region_add_subregion(&s->bar1, 0, &s->slot_mr[0]);
     s->nslots = 1;
 
     /* The library's eventfds ring us; teardown closes our copies. */
     for (uint32_t v = 0; v < s->nvectors; v++) {
-        int fd = dup(sivshm_eventfd(s->lib, 0, v));
+        int fd = qemu_dup(sivshm_eventfd(s->lib, 0, v));
 
         if (fd < 0) {
             error_setg_errno(errp, errno, "sivshm: dup of an eventfd");
@@ -204,16 +226,17 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
         error_setg_errno(errp, -err, "sivshm: eventfd");
         return;
     }
+    s->peers = 1;
     s->doorbells = true;
     qemu_thread_create(&s->doorbell_thread, "sivshm-doorbell",
                        sivshm_remote_doorbells, s, QEMU_THREAD_JOINABLE);
-    s->peers = 1;
 }
 
 /* Undo sivshm_remote_realize() but the handle (sivshm_remote_finalize()). */
 static void sivshm_remote_teardown(SivshmState *s)
 {
     if (s->doorbells) {
+        qatomic_set(&s->doorbell_quit, true);
         event_notifier_set(&s->doorbell_stop);
         qemu_thread_join(&s->doorbell_thread);
         event_notifier_cleanup(&s->doorbell_stop);
