@@ -136,14 +136,17 @@ class Cores:
             self.cond.notify_all()
 
 
-def run_all(tests, logroot, env, suffix=""):
-    """Run @tests, two one-core tests at once where they meet; returns
-    their verdicts in the order they ended."""
+def run_all(passes, logroot):
+    """Run every test of @passes, a list of (tests, env, suffix): each pass
+    its tests (tier, path, timeout) with its environment, their names
+    ending in its suffix.  The passes are planned as one, so that one-core
+    tests of different passes meet; returns the verdicts in the order the
+    tests ended."""
     cores = Cores(CORES)
     verdicts = []
     threads = []
 
-    def run(tier, path, timeout, need):
+    def run(tier, path, timeout, env, suffix, need):
         try:
             verdicts.append(run_one(tier, path, timeout, logroot, env,
                                     suffix))
@@ -151,15 +154,16 @@ def run_all(tests, logroot, env, suffix=""):
             cores.give(need)
 
     hold = bool(os.environ.get("SIVSHM_VM_HOLD"))
-    plan = [(tier, path, timeout,
+    plan = [(tier, path, timeout, env, suffix,
              CORES if tier == "unit" or hold else cores_of(path))
+            for tests, env, suffix in passes
             for tier, path, timeout in tests]
     # The one-core tests of a tier after its others, to meet each other.
     tiers = list(dict.fromkeys(t[0] for t in plan))
-    plan.sort(key=lambda t: (tiers.index(t[0]), t[3] == 1))
-    for tier, path, timeout, need in plan:
-        cores.take(need)
-        t = threading.Thread(target=run, args=(tier, path, timeout, need))
+    plan.sort(key=lambda t: (tiers.index(t[0]), t[5] == 1))
+    for item in plan:
+        cores.take(item[5])
+        t = threading.Thread(target=run, args=item)
         t.start()
         threads.append(t)
     for t in threads:
@@ -304,19 +308,22 @@ def main():
 
     logroot = os.path.join(builddir, "tests", "logs")
     os.makedirs(logroot, exist_ok=True)
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for verdict in run_all(tests, logroot, env):
-        counts[verdict] += 1
+    passes = [(tests, env, "")]
     if again:
-        print("The device tests again, on QEMU %s"
-              % qemu_version(other_qemu), flush=True)
+        print("The device tests run again on QEMU %s (named @qemu-%s)"
+              % (qemu_version(other_qemu), release), flush=True)
         # The other release where the devices are: in a nested test, in
         # level 1; level 0 stays the machine's stand-in, as in the first
         # pass (docs/testing.md, "Our QEMU on 10.0").
-        env = dict(env, SIVSHM_QEMU=other_qemu,
-                   SIVSHM_LEVEL0_QEMU=env["SIVSHM_QEMU"])
-        for verdict in run_all(again, logroot, env, "@qemu-" + release):
-            counts[verdict] += 1
+        passes.append((again, dict(env, SIVSHM_QEMU=other_qemu,
+                                   SIVSHM_LEVEL0_QEMU=env["SIVSHM_QEMU"]),
+                       "@qemu-" + release))
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    start = time.monotonic()
+    for verdict in run_all(passes, logroot):
+        counts[verdict] += 1
+    print("%d tests in %.0f s" % (sum(counts.values()),
+                                  time.monotonic() - start), flush=True)
     print("%d passed, %d failed, %d skipped"
           % (counts["PASS"], counts["FAIL"], counts["SKIP"]), flush=True)
     return 1 if counts["FAIL"] or not tests else 0

@@ -18,7 +18,13 @@ mkdir -p "$out/proto/corpus" "$out/rdma-wire/corpus"
 "$build/tests/fuzz/seed-proto" "$out/proto/corpus"
 "$build/tests/fuzz/seed-rdma-wire" "$out/rdma-wire/corpus"
 run=$(dirname "$0")/../fuzz/run-fuzzer.sh
+# The two at once, a core each; the test fails if either does.
 sh "$run" fuzz-proto "$build/tests/fuzz/fuzz-proto" "$out/proto" "$secs" \
-	-max_len=300
-exec sh "$run" fuzz-rdma-wire "$build/tests/fuzz/fuzz-rdma-wire" \
-	"$out/rdma-wire" "$secs" -max_len=200
+	-max_len=300 >"$out/proto.out" 2>&1 &
+proto=$!
+rc=0
+sh "$run" fuzz-rdma-wire "$build/tests/fuzz/fuzz-rdma-wire" \
+	"$out/rdma-wire" "$secs" -max_len=200 || rc=1
+wait $proto || rc=1
+cat "$out/proto.out"
+exit $rc

@@ -365,8 +365,8 @@ class Level0(unittest.TestCase):
 
 
 class Runner(unittest.TestCase):
-    """runtests.py's scheduling: two tests marked one-core run at once, a
-    test not marked runs alone."""
+    """runtests.py's scheduling: two tests marked one-core run at once,
+    of the same pass or not, a test not marked runs alone."""
 
     TEST = """#!/bin/sh
 %s
@@ -401,10 +401,14 @@ date +%%s.%%N > "$0.end"
         a = self.script("a", True)
         w = self.script("w", False)
         b = self.script("b", True)
+        env = dict(os.environ)
+        # b in a second pass, as the device tests on the other QEMU are.
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            verdicts = self.rt.run_all([("vm", p, 30) for p in (a, w, b)],
-                                       self.tmp, dict(os.environ))
+            verdicts = self.rt.run_all(
+                [([("vm", a, 30), ("vm", w, 30)], env, ""),
+                 ([("vm", b, 30)], env, "@other")], self.tmp)
         self.assertEqual(verdicts, ["PASS"] * 3, out.getvalue())
+        self.assertIn("PASS vm/b@other", out.getvalue())
         (a0, a1), (w0, w1), (b0, b1) = map(self.span, (a, w, b))
         self.assertTrue(a0 < b1 and b0 < a1, "a and b did not overlap")
         for s0, s1 in ((a0, a1), (b0, b1)):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: one core
 """The bounded random tester (tests/vm/kvm/pagetype-fuzz.c) against
 kvm_pagetype.ko in a level-1 guest: op batches, guest stores from two
 vCPUs at once, the VMM's own stores, the doorbell and RESET, from a seed,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: one core
 """SIVSHM under KVM: doorbells reach the guest through irqfd, never through
 QEMU, in both roles.
 
@@ -11,8 +12,8 @@ sivshm_user_irq for vector 0; vector 1, the peer-change interrupt, is
 always QEMU's), while the ping-pong sees every interrupt exactly once,
 through the eventfd and through SIGUSR1.
 
-One KVM guest at a time, with one vCPU: two at once inside a TCG level 1
-crash it, plain guests as much as ours.  Even so, TCG's emulation of
+One KVM guest at a time, with one vCPU, in a level 1 of one CPU: two at
+once inside a TCG level 1 crash it, plain guests as much as ours.  Even so, TCG's emulation of
 nested SVM under this interrupt load now and then kills or hangs level 1
 itself, with its preempt count stuck in NMI context ("scheduling while
 atomic ... 0x00110001").  Such a run says nothing of the code under test
@@ -49,9 +50,9 @@ def test():
             l1_script += ("%s > /tmp/host-mapper.out 2>&1 &\nhost=$!\n"
                           "run_l2 %s\nwait $host\ncat /tmp/host-mapper.out\n"
                           % (host, guests[-1].name))
-    l1 = nested(l1_script, guests, programs=pp, l2_timeout=120,
+    l1 = nested(l1_script, guests, programs=pp, l2_timeout=60, smp=1,
                 l2_collect=["/tmp/mapper.trace", "/tmp/reducer1.trace"])
-    r1 = boot(l1, timeout=170, emulator_retries=2)
+    r1 = boot(l1, timeout=120, emulator_retries=2)
     check(r1.outcome == "pass", "level 1: %s\n%s" % (r1.describe(),
                                                      r1.text()))
     for g, role in zip(guests, ("mapper", "reducer1")):
