@@ -121,6 +121,16 @@ for c in a b; do
 		[ $i -lt 600 ] || { echo "the guest did not bind r2$c"; exit 1; }
 		sleep 0.1
 	done
+	# Every eventfd, the device's copies included, closes on exec.
+	ev=0
+	for f in /proc/$pid/fd/*; do
+		[ "$(readlink "$f")" = "anon_inode:[eventfd]" ] || continue
+		ev=$((ev + 1))
+		flags=$(awk '/^flags:/ { print $2 }' "/proc/$pid/fdinfo/${f##*/}")
+		[ $((0$flags & 02000000)) -ne 0 ] ||
+			{ echo "eventfd ${f##*/} is inherited across exec (flags $flags)"; exit 1; }
+	done
+	[ $ev -gt 0 ] || { echo "no eventfd in QEMU"; exit 1; }
 	qmp '{"execute": "device_del", "arguments": {"id": "r2'$c'"}}' |
 		grep -q '"return"'
 	i=0
@@ -130,7 +140,7 @@ for c in a b; do
 		sleep 0.1
 	done
 	settle $base || { echo "unplug: descriptors $(fds), not $base"; exit 1; }
-	echo "device r2$c joined, bound in the guest, unplugged; descriptors back to $base"
+	echo "device r2$c joined, bound in the guest ($ev eventfds, each close-on-exec), unplugged; descriptors back to $base"
 done
 
 # The job's device.
