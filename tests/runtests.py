@@ -9,11 +9,12 @@ channels, QEMU command lines) in <builddir>/tests/logs/<name>/.
 The last line printed is "N passed, N failed, N skipped".
 
 Usage: runtests.py [--builddir DIR] [--tier unit|vm|slow]... [--preflight]
-                   [--other-qemu RELEASE=BINARY] [TEST...]
+                   [--other-qemu RELEASE=BINARY] [--except TEST]... [TEST...]
 A TEST is a path or a name (module-load, tests/vm/tests/module-load.py).
 --other-qemu runs the device tests (DEVICE_TESTS) among those selected a
-second time, on that QEMU, after all the others; they are named
-NAME@qemu-RELEASE, in the summary and in tests/logs/.
+second time, on that QEMU, planned with the others; they are named
+NAME@qemu-RELEASE, in the summary and in tests/logs/.  --except leaves
+a test out.
 --preflight checks that the tests named exist and can run here (the VM
 tier needs root), without running any: make check asks it before it
 builds QEMU and fetches the kernel.
@@ -259,6 +260,9 @@ def main():
     ap.add_argument("--tier", action="append", choices=sorted(TIERS))
     ap.add_argument("--preflight", action="store_true")
     ap.add_argument("--other-qemu", metavar="RELEASE=BINARY")
+    ap.add_argument("--except", dest="excepted", action="append",
+                    default=[], metavar="TEST",
+                    help="leave TEST out (repeatable)")
     ap.add_argument("tests", nargs="*")
     args = ap.parse_args()
     builddir = os.path.abspath(args.builddir)
@@ -266,6 +270,10 @@ def main():
     tiers = args.tier or (list(TIERS) if args.tests else DEFAULT_TIERS)
 
     tests = discover(builddir, tiers)
+    unknown = set(args.excepted) - {name_of(t[1]) for t in tests}
+    if unknown:
+        ap.error("--except: no such test: " + ", ".join(sorted(unknown)))
+    tests = [t for t in tests if name_of(t[1]) not in args.excepted]
     if args.tests:
         want = {name_of(t) for t in args.tests}
         tests = [t for t in tests if name_of(t[1]) in want]
