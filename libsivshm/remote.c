@@ -396,6 +396,16 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 			   const uint8_t key[SIVSHM_KEY_BYTES], uint32_t flags,
 			   int timeout_ms)
 {
+	return sivshm_reducer_connect_checked(out, address, id, nvectors, key,
+					      flags, timeout_ms, 0);
+}
+
+int sivshm_reducer_connect_checked(struct sivshm **out, const char *address,
+				   uint32_t id, uint32_t nvectors,
+				   const uint8_t key[SIVSHM_KEY_BYTES],
+				   uint32_t flags, int timeout_ms,
+				   uint64_t max_slot)
+{
 	struct sockaddr_storage dst;
 	struct srd_hello h = { 0 };
 	uint8_t nonce_m[SRD_NONCE_BYTES];
@@ -465,6 +475,15 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 		why = "the mapper did not prove it holds the key";
 		goto err_log;
 	}
+	/* Nothing is allocated, registered or read for a slot over the cap. */
+	if (max_slot && w.slice_size > max_slot) {
+		sivshm_log("reducer %u: the mapper at %s offers a %llu-byte "
+			   "slot, over the %llu bytes this reducer takes", id,
+			   address, (unsigned long long)w.slice_size,
+			   (unsigned long long)max_slot);
+		err = -EFBIG;
+		goto err_quiet;
+	}
 	sh->geo.slice_size = w.slice_size;
 	sh->geo.region_size = w.region_size;
 	sh->geo.nreducers = w.nreducers;
@@ -527,6 +546,7 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 err_log:
 	sivshm_log("reducer %u: cannot join the mapper at %s: %s%s%s", id,
 		   address, strerror(-err), *why ? ": " : "", why);
+err_quiet:
 	reducer_teardown(r);
 	if (sh->slot)
 		munmap(sh->slot, w.slice_size);

@@ -114,6 +114,16 @@ int sivshm_reducer_connect(struct sivshm **out, const char *address,
 			   uint32_t id, uint32_t nvectors,
 			   const uint8_t key[SIVSHM_KEY_BYTES], uint32_t flags,
 			   int timeout_ms);
+/*
+ * sivshm_reducer_connect(), taking a slot of at most @max_slot bytes (0:
+ * any): a mapper offering more is refused with -EFBIG before anything is
+ * allocated for it.
+ */
+int sivshm_reducer_connect_checked(struct sivshm **out, const char *address,
+				   uint32_t id, uint32_t nvectors,
+				   const uint8_t key[SIVSHM_KEY_BYTES],
+				   uint32_t flags, int timeout_ms,
+				   uint64_t max_slot);
 /* 64 hex digits into a key; 0 or -EINVAL. */
 int sivshm_key_parse(const char *hex, uint8_t key[SIVSHM_KEY_BYTES]);
 

@@ -8,8 +8,11 @@ a level 1 running our QEMU under KVM.
 There, a QEMU given the device with a wrong key must fail to start, with
 the mapper's refusal.  Then reducer VM 2 boots without the device, and
 level 1 drives its QEMU over QMP: device_add fails 5 times each for a
-port nobody listens on, an id the mapper serves locally and a wrong key,
-and the QEMU's descriptors come back to where they were; twice the
+port nobody listens on, an id the mapper serves locally, a wrong key and
+a slot larger than the device's geometry allows (refused by the library
+before it allocates the slot), and once for a mapper whose geometry is
+not the device's, and the QEMU's descriptors come back to where they
+were; twice the
 device joins and is unplugged (device_del, the guest ejecting it), and
 the descriptors come back again (the connection and the slot go with the
 device); then a third device joins, and the guest runs the unchanged
@@ -25,6 +28,8 @@ from vmtest import (Guest, builddir, check, emulator_fault, log, main,
 
 PORT = 7471
 JOB = "--reducers 2 --size 4M --random 8M --mode irq --timeout 300000"
+# The device's geometry, the mapper's: 4 MiB cut for 2 reducers.
+GEOMETRY = "size=4M,reducers=2"
 # Each attempt's bound: level 1's boot, its reducer VM's under KVM in TCG.
 HOSTS_S = 300
 # The reducer VM's own, inside level 1 (level 1's clock).
@@ -43,7 +48,7 @@ wrong() {
 	echo quit | qemu-system-x86_64 -nodefaults -display none \\
 		-L /usr/share/qemu -machine pc -accel kvm -S -monitor stdio \\
 		-object secret,id=k,file=/etc/wrong \\
-		-device sivshm,vm-id=2,remote=$RDMA_PEER:$port,key-secret=k
+		-device sivshm,vm-id=2,remote=$RDMA_PEER:$port,key-secret=k,%s
 }
 rdma_wait_mapper wrong >/tmp/wrong.err
 grep -q "could not join the mapper at $RDMA_PEER:$port over RDMA" /tmp/wrong.err
@@ -63,11 +68,12 @@ qmp() {
 	done
 	grep -e '"return"' -e '"error"' /tmp/r2qmp.log | tail -n 1
 }
-# device_add ID SLOT VM-ID HOST:PORT SECRET
+# device_add ID SLOT VM-ID HOST:PORT SECRET [SIZE], SIZE 4 MiB by default
 add() {
 	qmp '{"execute": "device_add", "arguments": {"driver": "sivshm",
 		"id": "'$1'", "bus": "pci.0", "addr": "'$2'", "vm-id": '$3',
-		"remote": "'$4'", "key-secret": "'$5'"}}'
+		"remote": "'$4'", "key-secret": "'$5'",
+		"size": '${6:-4194304}', "reducers": 2}}'
 }
 fds() { ls /proc/$pid/fd | wc -l; }
 # Until the QEMU holds $1 descriptors, 10 s at most.
@@ -89,10 +95,11 @@ qmp '{"execute": "qmp_capabilities"}' | grep -q '"return"'
 # The first call opens rdma-core's device contexts, kept for the process.
 add bad0 5 2 "$RDMA_PEER:$((port + 1))" k2 >/dev/null
 base=$(fds)
+# fail VM-ID PORT SECRET ERROR [SIZE]
 fail() {
 	local i
 	for i in 1 2 3 4 5; do
-		add bad$i 5 $1 "$RDMA_PEER:$2" $3 >/tmp/answer
+		add bad$i 5 $1 "$RDMA_PEER:$2" $3 $5 >/tmp/answer
 		grep -q '"error"' /tmp/answer && grep -q "$4" /tmp/answer ||
 			{ cat /tmp/answer; exit 1; }
 	done
@@ -102,9 +109,22 @@ fail() {
 fail 2 $((port + 1)) k2 "over RDMA: Connection refused"
 fail 1 $port k2 "over RDMA: Numerical result out of range"
 fail 2 $port kbad "over RDMA: Permission denied"
+fail 2 $port k2 "over RDMA: File too large" 2097152
+add bad7 5 2 "$RDMA_PEER:$port" k2 8388608 >/tmp/answer
+grep -q '"error".*has 2 reducers of 1396736 bytes, not the 2 of 2793472' \
+	/tmp/answer || { cat /tmp/answer; exit 1; }
+settle $base || { echo "geometry: descriptors $(fds), not $base"; exit 1; }
+echo "device_add refused: the mapper's geometry is not the device's"
+qmp '{"execute": "device_add", "arguments": {"driver": "sivshm",
+	"id": "bad8", "bus": "pci.0", "addr": "5", "vm-id": 2,
+	"remote": "'$RDMA_PEER:$port'", "key-secret": "k2"}}' >/tmp/answer
+grep -q '"error".*remote needs size and reducers' /tmp/answer ||
+	{ cat /tmp/answer; exit 1; }
+echo "device_add refused: no geometry"
 qmp '{"execute": "device_add", "arguments": {"driver": "sivshm",
 	"id": "bad6", "bus": "pci.0", "addr": "5", "vm-id": 2,
-	"remote": "'$RDMA_PEER:$port'", "key-secret": "k2", "timeout": 0}}' \
+	"remote": "'$RDMA_PEER:$port'", "key-secret": "k2", "timeout": 0,
+	"size": 4194304, "reducers": 2}}' \
 	>/tmp/answer
 grep -q '"error".*timeout 0 is not 1\.\.' /tmp/answer || { cat /tmp/answer; exit 1; }
 [ "$(fds)" -eq "$base" ] || { echo "timeout 0: descriptors $(fds), not $base"; exit 1; }
@@ -146,7 +166,7 @@ done
 # The job's device.
 add r2c 7 2 "$RDMA_PEER:$port" k2 | grep -q '"return"'
 wait_l2
-""" % PORT
+""" % (PORT, GEOMETRY)
 
 # The job's device is the third plugged, in slot 7.
 REDUCER = """insmod %s
@@ -215,9 +235,11 @@ def test():
     check("refused remote reducer 2 from 10.0.0.2: wrong key" in out,
           "the mapper did not log the wrong key")
     check("sivshm interrupts: " in r2.text(), "no interrupt count")
-    check(out.count("remote reducer 2 joined from 10.0.0.2") == 3 and
-          out.count("remote reducer 2 left") >= 2,
-          "the mapper did not see reducer VM 2 join three times and leave")
+    # Joined: the three devices, and the six refused by the reducer
+    # after the mapper proved the key (the slot too large, the geometry).
+    check(out.count("remote reducer 2 joined from 10.0.0.2") == 9 and
+          out.count("remote reducer 2 left") >= 8,
+          "the mapper did not see reducer VM 2 join 9 times and leave")
     for line in rb.text().splitlines() + r2.text().splitlines():
         if line.startswith(("device_add refused", "device r2",
                             "sivshm interrupts")):

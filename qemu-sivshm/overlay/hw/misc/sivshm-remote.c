@@ -149,10 +149,26 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
                    SIVSHM_MAX_REDUCERS);
         return;
     }
-    if (s->creds || s->mapper_cred || s->size || s->nreducers) {
-        error_setg(errp, "sivshm: creds, mapper-cred, size and reducers are "
-                   "a local peer's: a remote reducer proves its key and "
-                   "learns its slice from the mapper");
+    if (s->creds || s->mapper_cred) {
+        error_setg(errp, "sivshm: creds and mapper-cred are a local peer's: "
+                   "a remote reducer and its mapper prove a key");
+        return;
+    }
+    /*
+     * The geometry is the operator's, not the mapper's to choose: the
+     * library allocates, pins and reads the slot before we see it.
+     */
+    if (!s->size || !s->nreducers ||
+        sivshm_geometry_init(&s->geo, s->size, s->nreducers,
+                             qemu_real_host_page_size())) {
+        error_setg(errp, "sivshm: remote needs size and reducers, the "
+                   "mapper's region cut into reducers + 1 slices (%" PRIu64
+                   " bytes into %u)", s->size, s->nreducers + 1);
+        return;
+    }
+    if (s->id > s->geo.nreducers) {
+        error_setg(errp, "sivshm: id %u is above the %u reducers", s->id,
+                   s->geo.nreducers);
         return;
     }
     if (!s->timeout_ms || s->timeout_ms > INT_MAX) {
@@ -169,8 +185,9 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
         return;
     }
     sivshm_set_logger(sivshm_remote_log);
-    err = sivshm_reducer_connect(&s->lib, s->remote, s->id, s->nvectors,
-                                 key, 0, s->timeout_ms);
+    err = sivshm_reducer_connect_checked(&s->lib, s->remote, s->id,
+                                         s->nvectors, key, 0, s->timeout_ms,
+                                         s->geo.slice_size);
     explicit_bzero(key, sizeof(key));
     if (err) {
         s->lib = NULL;
@@ -179,14 +196,21 @@ static void sivshm_remote_realize(SivshmState *s, Error **errp)
         return;
     }
     sivshm_get_info(s->lib, &info);
+    if (info.slice_size != s->geo.slice_size ||
+        info.region_size != s->geo.region_size ||
+        info.nreducers != s->geo.nreducers) {
+        error_setg(errp, "sivshm: the mapper at %s has %u reducers of %"
+                   PRIu64 " bytes, not the %u of %" PRIu64 " that reducer %u "
+                   "was given", s->remote, info.nreducers,
+                   (uint64_t)info.slice_size, s->geo.nreducers,
+                   s->geo.slice_size, s->id);
+        return;
+    }
     slot = sivshm_slot(s->lib, s->id);
     if (!slot) {
         error_setg(errp, "sivshm: reducer %u joined with no slot", s->id);
         return;
     }
-    s->geo.slice_size = info.slice_size;
-    s->geo.region_size = info.region_size;
-    s->geo.nreducers = info.nreducers;
 
     /* BAR1 holds our slice at 0 and nothing behind the rest. */
     memory_region_init(&s->bar1, OBJECT(s), "sivshm.bar1",
