@@ -161,10 +161,11 @@ def run_all(passes, logroot):
             for tier, path, timeout in tests]
     # The one-core tests of a tier after its others, to meet each other.
     tiers = list(dict.fromkeys(t[0] for t in plan))
-    plan.sort(key=lambda t: (tiers.index(t[0]), t[5] == 1))
-    for item in plan:
-        cores.take(item[5])
-        t = threading.Thread(target=run, args=item)
+    plan.sort(key=lambda t: (tiers.index(t[0]), t[-1] == 1))
+    for tier, path, timeout, env, suffix, need in plan:
+        cores.take(need)
+        t = threading.Thread(target=run, args=(tier, path, timeout, env,
+                                               suffix, need))
         t.start()
         threads.append(t)
     for t in threads:
