@@ -14,6 +14,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -413,6 +414,29 @@ date +%%s.%%N > "$0.end"
         self.assertTrue(a0 < b1 and b0 < a1, "a and b did not overlap")
         for s0, s1 in ((a0, a1), (b0, b1)):
             self.assertTrue(s1 <= w0 or w1 <= s0, "w ran beside another")
+
+
+class Except(unittest.TestCase):
+    """runtests.py --except: the test named is left out; a name that is no
+    test is an error, so that a renamed test is not run again unseen."""
+
+    def runtests(self, *args):
+        return subprocess.run(
+            [sys.executable, os.path.join(TOP, "tests", "runtests.py"),
+             "--builddir", TOP, "--tier", "unit"] + list(args),
+            capture_output=True, text=True)
+
+    def test_left_out(self):
+        p = self.runtests("--except", "tree", "--preflight", "harness")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = self.runtests("--except", "tree", "--preflight", "tree")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("no such test: tree", p.stdout)
+
+    def test_unknown_name_refused(self):
+        p = self.runtests("--except", "no-such-test", "--preflight")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--except: no such test: no-such-test", p.stderr)
 
 
 class UserDirs(unittest.TestCase):
