@@ -83,7 +83,7 @@ check_SCRIPTS = $(HOOK_WRAPPERS)
 CLEANFILES += libvirt-hooks/tests/fuzz-meta $(HOOK_WRAPPERS)
 
 # make check-unit builds them too.
-check-unit: $(HOOK_TESTS) $(HOOK_WRAPPERS)
+unit-build: $(HOOK_TESTS) $(HOOK_WRAPPERS)
 
 # The checked-in examples, written again by libvirt-hooks/examples/generate.sh
 # (test-libvirt-virt-xml fails when they differ from what it writes).

@@ -64,8 +64,9 @@ DEVICE_TESTS = (
 
 
 # A test whose file has this line keeps one core busy (one guest with one
-# vCPU, or a level 1 of one CPU with its level 2 inside): two of them may
-# run at once, each beside the other.  Every other test runs alone.
+# vCPU, a level 1 of one CPU with its level 2 inside, one host process at
+# a time): two of them may run at once, each beside the other.  Every other
+# test runs alone.
 ONE_CORE = "# runtests: one core\n"
 # The cores the tests share (the machines this runs on have two).
 CORES = 2
@@ -98,7 +99,10 @@ def discover(builddir, tiers):
     for tier in tiers:
         pats, timeout = TIERS[tier]
         found = {}
-        for root in (HERE, os.path.join(builddir, "tests")):
+        # The build tree's first: in a build apart from the source tree,
+        # a program of the same name in the source tree is another
+        # build's (CI's sanitizer tree beside an in-tree build).
+        for root in (os.path.join(builddir, "tests"), HERE):
             for pat in pats:
                 for p in glob.glob(os.path.join(root, pat)):
                     if (os.access(p, os.X_OK) and os.path.isfile(p)
@@ -156,7 +160,7 @@ def run_all(passes, logroot):
 
     hold = bool(os.environ.get("SIVSHM_VM_HOLD"))
     plan = [(tier, path, timeout, env, suffix,
-             CORES if tier == "unit" or hold else cores_of(path))
+             CORES if hold else cores_of(path))
             for tests, env, suffix in passes
             for tier, path, timeout in tests]
     # The one-core tests of a tier after its others, to meet each other.

@@ -5,20 +5,15 @@
 # PREFER_DEFINED_ATTRIBUTE_MACRO), its strscpy() in place of strcpy()
 # (STRCPY, in 6.12's checkpatch.pl: glibc has no strscpy), libxml2's and inttypes.h's CamelCase
 # names, and user-visible strings kept on one line (LONG_LINE_STRING).
-# checkpatch.pl is the one tests/unit/checkpatch.sh extracts from Debian's
-# linux-source into the cache.  Installed by make as
+# checkpatch.pl is the one scripts/kernel-checkpatch.sh extracts from
+# Debian's linux-source into the cache.  Installed by make as
 # tests/unit/test-libvirt-checkpatch.
+# One checkpatch.pl process at a time:
+# runtests: one core
 set -eu
 
 src='%SRCDIR%'
-. "$src/scripts/cache-dir.sh"
-
-checkpatch=$(ls "$cache"/checkpatch/*/checkpatch.pl 2>/dev/null | sort -V | tail -n 1)
-if [ -z "$checkpatch" ]; then
-	echo "SKIP: no checkpatch.pl in $cache/checkpatch (tests/unit/checkpatch.sh extracts it from linux-source-6.1)"
-	[ -n "${CI:-}" ] && exit 1
-	exit 77
-fi
+checkpatch=$("$src/scripts/kernel-checkpatch.sh") || exit $?
 
 # Run in a directory of our own, as the root of an empty tree: in the git
 # tree checkpatch.pl would leave its CamelCase cache file there.

@@ -5,6 +5,8 @@
 # any crash, leak, assertion or sanitizer report fails.  The corpus and
 # crash inputs are kept in the log directory.  Installed by make as
 # tests/unit/test-libvirt-fuzz.
+# One libFuzzer process (no -jobs, no -fork):
+# runtests: one core
 set -eu
 
 build=${SIVSHM_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -1,31 +1,15 @@
 #!/bin/sh
 # Every kernel module source file passes the kernel's checkpatch.pl --strict,
 # and every C file of the QEMU overlay passes QEMU's own checkpatch.pl.
-# The kernel's comes from Debian's linux-source-6.1 (the tarball); the three
-# files it needs are extracted once into $SIVSHM_CACHE/checkpatch/<version>.
+# The kernel's comes from Debian's linux-source (scripts/kernel-checkpatch.sh
+# extracts it once into the cache).
 # QEMU's comes with our QEMU build (qemu-sivshm/build.sh copies it).
+# One checkpatch.pl process at a time:
+# runtests: one core
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$(dirname "$0")/../../scripts/cache-dir.sh"
-
-tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n 1)
-if [ -z "$tarball" ]; then
-	echo "SKIP: no /usr/src/linux-source-*.tar.xz (apt-get install linux-source-6.1)"
-	[ -n "${CI:-}" ] && exit 1
-	exit 77
-fi
-version=$(dpkg-query -W -f '${Version}' "$(basename "$tarball" .tar.xz)" 2>/dev/null || echo unknown)
-dir=$cache/checkpatch/$version
-if [ ! -e "$dir/.complete" ]; then
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	src=$(basename "$tarball" .tar.xz)
-	tar -xJf "$tarball" -C "$dir" --strip-components=2 \
-		"$src/scripts/checkpatch.pl" "$src/scripts/spelling.txt" \
-		"$src/scripts/const_structs.checkpatch"
-	touch "$dir/.complete"
-fi
+checkpatch=$("$top/scripts/kernel-checkpatch.sh") || exit $?
 
 # guest-modules/backports is a build directory (make
 # guest-modules-backports), its sources copies.
@@ -39,7 +23,7 @@ files=$(cd "$top" && find tests/vm/modules guest-modules kvm-pagetype \
 # they need are not an in-tree mistake.
 status=0
 for f in $files; do
-	if ! out=$(cd "$top" && perl "$dir/checkpatch.pl" --no-tree --strict \
+	if ! out=$(cd "$top" && perl "$checkpatch" --no-tree --strict \
 		--quiet --show-types --ignore LINUX_VERSION_CODE -f "$f"); then
 		echo "$out"
 		status=1

@@ -367,7 +367,8 @@ class Level0(unittest.TestCase):
 
 class Runner(unittest.TestCase):
     """runtests.py's scheduling: two tests marked one-core run at once,
-    of the same pass or not, a test not marked runs alone."""
+    of the same pass or not, in either tier; a test not marked runs
+    alone."""
 
     TEST = """#!/bin/sh
 %s
@@ -414,6 +415,45 @@ date +%%s.%%N > "$0.end"
         self.assertTrue(a0 < b1 and b0 < a1, "a and b did not overlap")
         for s0, s1 in ((a0, a1), (b0, b1)):
             self.assertTrue(s1 <= w0 or w1 <= s0, "w ran beside another")
+
+    def test_unit_tests_pair_too(self):
+        """The mark means the same in the host tier (a checkpatch run, one
+        libFuzzer process)."""
+        a = self.script("a", True)
+        b = self.script("b", True)
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            verdicts = self.rt.run_all(
+                [([("unit", a, 30), ("unit", b, 30)], dict(os.environ), "")],
+                self.tmp)
+        self.assertEqual(verdicts, ["PASS"] * 2, out.getvalue())
+        (a0, a1), (b0, b1) = map(self.span, (a, b))
+        self.assertTrue(a0 < b1 and b0 < a1, "a and b did not overlap")
+
+
+class Discover(unittest.TestCase):
+    """A build tree apart from the source tree runs its own programs: one
+    of the same name in the source tree is another build's."""
+
+    def test_build_tree_first(self):
+        spec = importlib.util.spec_from_file_location(
+            "runtests", os.path.join(TOP, "tests", "runtests.py"))
+        rt = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rt)
+        build = tempfile.mkdtemp(prefix="harness-discover-")
+        try:
+            os.makedirs(os.path.join(build, "tests", "unit"))
+            ours = os.path.join(build, "tests", "unit", "harness.py")
+            with open(ours, "w") as f:
+                f.write("#!/bin/sh\n")
+            os.chmod(ours, 0o755)
+            found = dict((os.path.basename(p), p)
+                         for _, p, _ in rt.discover(build, ["unit"]))
+            self.assertEqual(found["harness.py"], ours)
+            # what only the source tree has is still found there
+            self.assertEqual(found["checkpatch.sh"], os.path.join(
+                TOP, "tests", "unit", "checkpatch.sh"))
+        finally:
+            shutil.rmtree(build)
 
 
 class Except(unittest.TestCase):
