@@ -25,6 +25,7 @@ its helpers (sivshm, pibooster, ...) from there.
 import argparse
 import glob
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -207,6 +208,23 @@ def name_of(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
+def wait_cpu(proc, timeout):
+    """Wait up to @timeout s (None: for ever) for @proc to end: its exit
+    status and the CPU time (user and system, s) it took with the
+    descendants it waited for (a test's guests, its QEMUs), or (None, 0)
+    if it has not ended.  Tests that run beside each other are chosen by
+    what they take (ONE_CORE): the verdict line says it."""
+    fd = os.pidfd_open(proc.pid)
+    try:
+        if not select.select([fd], [], [], timeout)[0]:
+            return None, 0.0
+    finally:
+        os.close(fd)
+    _, st, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(st)
+    return proc.returncode, ru.ru_utime + ru.ru_stime
+
+
 def run_one(tier, path, timeout, logroot, env, suffix=""):
     name = name_of(path) + suffix
     logdir = os.path.join(logroot, name)
@@ -223,18 +241,15 @@ def run_one(tier, path, timeout, logroot, env, suffix=""):
         proc = subprocess.Popen([path], stdout=None if hold else log,
                                 stderr=None if hold else subprocess.STDOUT,
                                 env=env, start_new_session=not hold)
-        try:
-            status = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        status, cpu = wait_cpu(proc, timeout)
+        if status is None:
             # SIGTERM first: a VM test then kills the guests it started,
             # which run in sessions of their own.
             os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+            ended, cpu = wait_cpu(proc, 10)
+            if ended is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            status = None
+                cpu = wait_cpu(proc, None)[1]
     elapsed = time.monotonic() - start
     with open(logfile, "rb") as f:
         out = f.read().decode(errors="replace")
@@ -249,8 +264,8 @@ def run_one(tier, path, timeout, logroot, env, suffix=""):
         verdict = "FAIL"
         why = ("timed out after %d s" % timeout if status is None
                else "exit status %d" % status)
-    report = "%s %s/%s (%.1f s)%s\n" % (verdict, tier, name, elapsed,
-                                       (": " + why) if why else "")
+    report = "%s %s/%s (%.1f s, cpu %.1f s)%s\n" % (
+        verdict, tier, name, elapsed, cpu, (": " + why) if why else "")
     if verdict == "FAIL":
         report += "".join("    | %s\n" % ln for ln in out.splitlines()[-15:])
         report += "    log: %s\n" % logfile

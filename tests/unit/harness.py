@@ -416,6 +416,25 @@ date +%%s.%%N > "$0.end"
         for s0, s1 in ((a0, a1), (b0, b1)):
             self.assertTrue(s1 <= w0 or w1 <= s0, "w ran beside another")
 
+    def test_cpu_time_reported(self):
+        """Each verdict says the CPU time the test's processes took: a
+        child that spins one second and one that sleeps one second."""
+        spin = os.path.join(self.tmp, "spin")
+        with open(spin, "w") as f:
+            f.write("#!/bin/sh\nsh -c 'e=$(($(date +%s) + 2)); "
+                    "while [ $(date +%s) -lt $e ]; do :; done' &\n"
+                    "sleep 1; wait\n")
+        os.chmod(spin, 0o755)
+        idle = self.script("idle", False)
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            self.rt.run_all([([("unit", spin, 30), ("unit", idle, 30)],
+                              dict(os.environ), "")], self.tmp)
+        cpu = dict(re.findall(r"unit/(\w+) \([\d.]+ s, cpu ([\d.]+) s\)",
+                              out.getvalue()))
+        self.assertEqual(sorted(cpu), ["idle", "spin"], out.getvalue())
+        self.assertGreater(float(cpu["spin"]), 0.8)
+        self.assertLess(float(cpu["idle"]), 0.5)
+
     def test_unit_tests_pair_too(self):
         """The mark means the same in the host tier (a checkpatch run, one
         libFuzzer process)."""
