@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# runtests: one core
+# Its guest has two vCPUs but sleeps through most of the test (a holder's
+# 15 s, the pauses): about a quarter of a core alone (docs/testing.md).
 """pibooster.ko's cache sizes in a plain guest: shrink by number (from the
 fullest level) and by percent (of each level, 0% releasing nothing),
 thresholds by number and by ratio to the tables in use (enforced at once
