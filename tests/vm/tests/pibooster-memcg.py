@@ -70,6 +70,10 @@ cached_in $O other-self
 # it fails (EAGAIN) short of 1G, having reclaimed what it could
 echo 1G >$C/memory.reclaim 2>/dev/null || true
 cached_in $C reclaimed
+# what the reader leaves to an RCU grace period (its task_struct among
+# them) stays charged to C until then: read the charge after it, as
+# after the storms above
+pause 1.5
 charge reclaimed
 while read -r k v; do echo "event $k $v"; done <$C/memory.events
 echo "== end"; stats
