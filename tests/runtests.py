@@ -25,6 +25,7 @@ its helpers (sivshm, pibooster, ...) from there.
 import argparse
 import glob
 import os
+import re
 import select
 import signal
 import subprocess
@@ -64,11 +65,12 @@ DEVICE_TESTS = (
 )
 
 
-# A test whose file has this line keeps one core busy (one guest with one
-# vCPU, a level 1 of one CPU with its level 2 inside, one host process at
-# a time): two of them may run at once, each beside the other.  Every other
-# test runs alone.
-ONE_CORE = "# runtests: one core\n"
+# A test's file may say, in one of its first 40 lines, how many cores it
+# keeps busy: "# runtests: cores N", N in half cores up to CORES, from what
+# the test takes alone (the verdict's cpu over its time; docs/testing.md,
+# "Which tests run at once").  Tests run beside each other while what
+# they keep busy fits in CORES; a test without the line takes them all.
+CORES_MARK = re.compile(r"# runtests: cores (\S+)\n?\Z")
 # The cores the tests share (the machines this runs on have two).
 CORES = 2
 
@@ -114,27 +116,47 @@ def discover(builddir, tiers):
 
 
 def cores_of(path):
-    """The cores test @path keeps busy: 1 if it says so, else all."""
+    """The cores test @path keeps busy: what its CORES_MARK says, else
+    all.  A "# runtests:" line that is not a number of half cores from
+    one half to CORES is a ValueError, before any test runs."""
     try:
         with open(path, errors="replace") as f:
-            return 1 if ONE_CORE in f.readlines()[:40] else CORES
+            head = f.readlines()[:40]
     except OSError:
         return CORES
+    for line in head:
+        if not line.startswith("# runtests:"):
+            continue
+        m = CORES_MARK.match(line)
+        try:
+            n = float(m.group(1)) if m else 0
+        except ValueError:
+            n = 0
+        if not (0.5 <= n <= CORES and (n * 2).is_integer()):
+            raise ValueError("%s: %r: want cores from 0.5 to %d in halves"
+                             % (path, line.strip(), CORES))
+        return n
+    return CORES
 
 
 class Cores:
-    """The cores tests take and give back; a test waits until as many as
-    it needs are free.  Tests start in their order: one that needs them
-    all waits for those before it to end, and holds back those after."""
+    """The cores tests take and give back."""
 
     def __init__(self, n):
         self.free = n
         self.cond = threading.Condition()
 
-    def take(self, n):
+    def take_first(self, plan):
+        """Remove from @plan, a list of tests ending in the cores each
+        needs, the first that fits in the cores free, waiting until one
+        does; take its cores and return it."""
         with self.cond:
-            self.cond.wait_for(lambda: self.free >= n)
-            self.free -= n
+            while True:
+                for i, test in enumerate(plan):
+                    if test[-1] <= self.free:
+                        self.free -= test[-1]
+                        return plan.pop(i)
+                self.cond.wait()
 
     def give(self, n):
         with self.cond:
@@ -145,12 +167,12 @@ class Cores:
 def run_all(passes, logroot):
     """Run every test of @passes, a list of (tests, env, suffix): each pass
     its tests (tier, path, timeout) with its environment, their names
-    ending in its suffix.  The passes are planned as one, so that one-core
-    tests of different passes meet; returns the verdicts in the order the
-    tests ended."""
+    ending in its suffix.  The passes are planned as one, so that tests of
+    different passes run beside each other; returns the verdicts in the
+    order the tests ended.  A bad CORES_MARK is a ValueError before any
+    test starts."""
     cores = Cores(CORES)
     verdicts = []
-    threads = []
 
     def run(tier, path, timeout, env, suffix, need):
         try:
@@ -161,20 +183,22 @@ def run_all(passes, logroot):
 
     hold = bool(os.environ.get("SIVSHM_VM_HOLD"))
     plan = [(tier, path, timeout, env, suffix,
-             CORES if hold else cores_of(path))
+             CORES if hold else need)
             for tests, env, suffix in passes
-            for tier, path, timeout in tests]
-    # The one-core tests of a tier after its others, to meet each other.
-    tiers = list(dict.fromkeys(t[0] for t in plan))
-    plan.sort(key=lambda t: (tiers.index(t[0]), t[-1] == 1))
-    for tier, path, timeout, env, suffix, need in plan:
-        cores.take(need)
-        t = threading.Thread(target=run, args=(tier, path, timeout, env,
-                                               suffix, need))
-        t.start()
-        threads.append(t)
-    for t in threads:
-        t.join()
+            for tier, path, timeout in tests
+            for need in [cores_of(path)]]
+    # The tiers one after the other; in each, the tests that need the most
+    # cores first, the others filling the cores they leave: whenever cores
+    # are given back, the first test that fits in those free starts.
+    for tier in dict.fromkeys(t[0] for t in plan):
+        left = sorted((t for t in plan if t[0] == tier), key=lambda t: -t[-1])
+        threads = []
+        while left:
+            test = cores.take_first(left)
+            threads.append(threading.Thread(target=run, args=test))
+            threads[-1].start()
+        for t in threads:
+            t.join()
     return verdicts
 
 
@@ -213,7 +237,7 @@ def wait_cpu(proc, timeout):
     status and the CPU time (user and system, s) it took with the
     descendants it waited for (a test's guests, its QEMUs), or (None, 0)
     if it has not ended.  Tests that run beside each other are chosen by
-    what they take (ONE_CORE): the verdict line says it."""
+    what they take (CORES_MARK): the verdict line says it."""
     fd = os.pidfd_open(proc.pid)
     try:
         if not select.select([fd], [], [], timeout)[0]:
@@ -348,7 +372,12 @@ def main():
                        "@qemu-" + release))
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     start = time.monotonic()
-    for verdict in run_all(passes, logroot):
+    try:
+        verdicts = run_all(passes, logroot)
+    except ValueError as e:
+        print("runtests.py: %s" % e, file=sys.stderr)
+        return 1
+    for verdict in verdicts:
         counts[verdict] += 1
     print("%d tests in %.0f s" % (sum(counts.values()),
                                   time.monotonic() - start), flush=True)

@@ -9,7 +9,7 @@
 # Debian's linux-source into the cache.  Installed by make as
 # tests/unit/test-libvirt-checkpatch.
 # One checkpatch.pl process at a time:
-# runtests: one core
+# runtests: cores 1
 set -eu
 
 src='%SRCDIR%'

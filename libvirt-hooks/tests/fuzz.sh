@@ -6,7 +6,7 @@
 # crash inputs are kept in the log directory.  Installed by make as
 # tests/unit/test-libvirt-fuzz.
 # One libFuzzer process (no -jobs, no -fork):
-# runtests: one core
+# runtests: cores 1
 set -eu
 
 build=${SIVSHM_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -5,7 +5,7 @@
 # extracts it once into the cache).
 # QEMU's comes with our QEMU build (qemu-sivshm/build.sh copies it).
 # One checkpatch.pl process at a time:
-# runtests: one core
+# runtests: cores 1
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -366,9 +366,9 @@ class Level0(unittest.TestCase):
 
 
 class Runner(unittest.TestCase):
-    """runtests.py's scheduling: two tests marked one-core run at once,
-    of the same pass or not, in either tier; a test not marked runs
-    alone."""
+    """runtests.py's scheduling: tests run beside each other while the
+    cores their marks say fit in two, of the same pass or not, in either
+    tier; a test not marked runs alone; a bad mark runs nothing."""
 
     TEST = """#!/bin/sh
 %s
@@ -387,34 +387,72 @@ date +%%s.%%N > "$0.end"
     def tearDown(self):
         shutil.rmtree(self.tmp)
 
-    def script(self, name, one_core):
+    def script(self, name, cores):
+        """A test that sleeps a second, marked with @cores (None: not)."""
         path = os.path.join(self.tmp, name)
         with open(path, "w") as f:
-            f.write(self.TEST % (self.rt.ONE_CORE.strip() if one_core
+            f.write(self.TEST % ("# runtests: cores %s" % cores if cores
                                  else "# runs alone"))
         os.chmod(path, 0o755)
         return path
+
+    def run_passes(self, passes, n):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            verdicts = self.rt.run_all(
+                [(tests, dict(os.environ), suffix)
+                 for tests, suffix in passes], self.tmp)
+        self.assertEqual(verdicts, ["PASS"] * n, out.getvalue())
+        return out.getvalue()
+
+    def overlap(self, *paths):
+        spans = list(map(self.span, paths))
+        return all(a0 < b1 and b0 < a1
+                   for i, (a0, a1) in enumerate(spans)
+                   for b0, b1 in spans[i + 1:])
 
     def span(self, path):
         with open(path + ".start") as a, open(path + ".end") as b:
             return float(a.read()), float(b.read())
 
-    def test_one_core_tests_pair_others_run_alone(self):
-        a = self.script("a", True)
-        w = self.script("w", False)
-        b = self.script("b", True)
-        env = dict(os.environ)
+    def test_marked_tests_meet_others_run_alone(self):
+        a = self.script("a", "1")
+        w = self.script("w", None)
+        b = self.script("b", "1")
         # b in a second pass, as the device tests on the other QEMU are.
-        with contextlib.redirect_stdout(io.StringIO()) as out:
-            verdicts = self.rt.run_all(
-                [([("vm", a, 30), ("vm", w, 30)], env, ""),
-                 ([("vm", b, 30)], env, "@other")], self.tmp)
-        self.assertEqual(verdicts, ["PASS"] * 3, out.getvalue())
-        self.assertIn("PASS vm/b@other", out.getvalue())
-        (a0, a1), (w0, w1), (b0, b1) = map(self.span, (a, w, b))
-        self.assertTrue(a0 < b1 and b0 < a1, "a and b did not overlap")
-        for s0, s1 in ((a0, a1), (b0, b1)):
-            self.assertTrue(s1 <= w0 or w1 <= s0, "w ran beside another")
+        out = self.run_passes([([("vm", a, 30), ("vm", w, 30)], ""),
+                               ([("vm", b, 30)], "@other")], 3)
+        self.assertIn("PASS vm/b@other", out)
+        self.assertTrue(self.overlap(a, b), "a and b did not overlap")
+        self.assertFalse(self.overlap(a, w) or self.overlap(b, w),
+                         "w ran beside another")
+
+    def test_half_cores_fill(self):
+        """Three tests of 1, 0.5 and 0.5 cores run at once, and a test of
+        1.5 beside one of 0.5, not beside one of 1."""
+        one, h1, h2 = (self.script(n, c) for n, c in
+                       (("one", "1"), ("h1", "0.5"), ("h2", "0.5")))
+        self.run_passes([([("vm", p, 30) for p in (h1, h2, one)], "")], 3)
+        self.assertTrue(self.overlap(one, h1, h2), "1+0.5+0.5 apart")
+        big, half, whole = (self.script(n, c) for n, c in
+                            (("big", "1.5"), ("half", "0.5"),
+                             ("whole", "1")))
+        self.run_passes([([("vm", p, 30) for p in (whole, half, big)],
+                          "")], 3)
+        self.assertTrue(self.overlap(big, half), "1.5 and 0.5 apart")
+        self.assertFalse(self.overlap(big, whole), "1.5 beside 1")
+
+    def test_bad_mark_runs_nothing(self):
+        good = self.script("good", "1")
+        for mark in ("3", "0.7", "0", "one", "nan", "1 # two"):
+            bad = self.script("bad", mark)
+            with self.assertRaisesRegex(ValueError, "bad: .*cores"):
+                self.run_passes([([("vm", good, 30), ("vm", bad, 30)],
+                                  "")], 0)
+            self.assertFalse(os.path.exists(good + ".start"), mark)
+        with open(bad, "w") as f:
+            f.write(self.TEST % "# runtests: one core")
+        with self.assertRaisesRegex(ValueError, "bad: .*cores"):
+            self.run_passes([([("vm", bad, 30)], "")], 0)
 
     def test_cpu_time_reported(self):
         """Each verdict says the CPU time the test's processes took: a
@@ -425,7 +463,7 @@ date +%%s.%%N > "$0.end"
                     "while [ $(date +%s) -lt $e ]; do :; done' &\n"
                     "sleep 1; wait\n")
         os.chmod(spin, 0o755)
-        idle = self.script("idle", False)
+        idle = self.script("idle", None)
         with contextlib.redirect_stdout(io.StringIO()) as out:
             self.rt.run_all([([("unit", spin, 30), ("unit", idle, 30)],
                               dict(os.environ), "")], self.tmp)
@@ -438,15 +476,18 @@ date +%%s.%%N > "$0.end"
     def test_unit_tests_pair_too(self):
         """The mark means the same in the host tier (a checkpatch run, one
         libFuzzer process)."""
-        a = self.script("a", True)
-        b = self.script("b", True)
-        with contextlib.redirect_stdout(io.StringIO()) as out:
-            verdicts = self.rt.run_all(
-                [([("unit", a, 30), ("unit", b, 30)], dict(os.environ), "")],
-                self.tmp)
-        self.assertEqual(verdicts, ["PASS"] * 2, out.getvalue())
-        (a0, a1), (b0, b1) = map(self.span, (a, b))
-        self.assertTrue(a0 < b1 and b0 < a1, "a and b did not overlap")
+        a = self.script("a", "1")
+        b = self.script("b", "1")
+        self.run_passes([([("unit", a, 30), ("unit", b, 30)], "")], 2)
+        self.assertTrue(self.overlap(a, b), "a and b did not overlap")
+
+    def test_tiers_in_turn(self):
+        """A tier's tests start once the tier before has ended, whatever
+        their marks."""
+        u = self.script("u", "1")
+        v = self.script("v", "1")
+        self.run_passes([([("unit", u, 30), ("vm", v, 30)], "")], 2)
+        self.assertFalse(self.overlap(u, v), "vm test beside a unit test")
 
 
 class Discover(unittest.TestCase):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """The guest modules as users install them, on both kernels they are built
 for: make dkms-source, dkms add and dkms build against the headers of the
 fetched 6.1 kernel and of bookworm-backports' 6.12; on each, the package's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1.5
 """The host module as operators install it: make dkms-source-pagetype,
 dkms add and dkms build against the fetched kernel's headers; the module
 DKMS built loads in a level-1 host and serves a VM (pagetype-ops abi,

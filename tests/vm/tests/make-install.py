@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """make install, as a user runs it (into a DESTDIR here): libsivshm with
 its header, pkg-config file and man pages, the programs, our QEMU as
 bin/qemu-system-x86_64-sivshm, the libvirt hook and generator, and both

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """An out-of-tree module built against the fetched headers loads into the
 fetched kernel, takes its parameter, prints it, and unloads."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1.5
 """Nested mode: level 1 loads kvm_amd, runs our QEMU with -enable-kvm and
 boots level 2, whose kernel version comes back through level 1.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 0.5
 """DMA confinement by kvm_pagetype.ko under emulated VT-d:
 level 1 on q35 with intel-iommu (caching mode) and intel_iommu=on, edu alone
 in its IOMMU group and bound to no driver, driven from level 1 by

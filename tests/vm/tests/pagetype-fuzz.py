@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 0.5
 """The bounded random tester (tests/vm/kvm/pagetype-fuzz.c) against
 kvm_pagetype.ko in a level-1 guest: op batches, guest stores from two
 vCPUs at once, the VMM's own stores, the doorbell and RESET, from a seed,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """pagetype-kernel-612 with kvm_amd npt=0 (shadow paging): the pagetype
 programs against kvm_pagetype.ko built by DKMS, in a level 1 on the 6.12
 of bookworm-backports."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """kvm_pagetype.ko on Debian's other kernel: 6.12, from bookworm-backports
 (Debian 13's), whose page-track API changed in 6.7 (tracking by gfn, a
 notifier without the vCPU, track_remove_region).  make

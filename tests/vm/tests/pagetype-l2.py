@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """kvm_pagetype with a real level-2 Linux under KVM.
 
 Level 1 (kvm_amd npt=0) loads kvm_pagetype.ko and runs our QEMU with the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """The platform fact kvm_pagetype is built on, on Linux 6.1: with its
 page-table frames write-tracked, a guest load loops under kvm_amd npt=1
 and runs under npt=0 (shadow paging), where an instruction KVM's

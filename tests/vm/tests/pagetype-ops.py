@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """kvm_pagetype.ko against VMs a level-1 program makes itself, KVM
 selftests style (tests/vm/kvm/pagetype-ops.c): the ABI, pin and unpin with
 validation, legal trapped writes, bad writes and bad batches that kill

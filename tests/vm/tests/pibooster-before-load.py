@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """Tables from before pibooster.ko loaded, linked by a stock 6.1 kernel
 under tables it pinned, against the real host module (level 2 under KVM
 in a TCG level 1, kvm_amd npt=0, kvm_pagetype.ko, -device pagetype).

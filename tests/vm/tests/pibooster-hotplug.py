@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """Memory hot-added to a level-2 guest after pibooster.ko loaded, with the
 host backend (level 2 under KVM in a TCG level 1, kvm_amd npt=0,
 kvm_pagetype.ko, -device pagetype).  Level 2 boots with 256 MiB and room

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """kexec -e out of a level-2 guest that runs pibooster.ko with the host
 backend (level 2 under KVM in a TCG level 1, kvm_amd npt=0,
 kvm_pagetype.ko, -device pagetype), into the same kernel, which loads

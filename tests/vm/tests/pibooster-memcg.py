@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1.5
 """pibooster.ko and a cgroup v2 memory controller in a plain guest (4-level
 paging, so every process's root is pinned at L4): PROCS short-lived
 processes (each forks, copies the tables of a small program and exits)

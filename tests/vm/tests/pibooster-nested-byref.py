@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """pibooster.ko with pin=roots against the real host module (level 2
 under KVM in a TCG level 1, kvm_amd npt=0, kvm_pagetype.ko, -device
 pagetype; 4-level paging, so roots are L4 tables): only roots are

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 0.5
 """pibooster.ko with the attacker's device confined: level 1 on q35 with an
 emulated VT-d and QEMU's edu device alone in its IOMMU group; the level-2
 QEMU confines edu to its VM (-device pagetype,dma-device=...), which

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """pibooster.ko against the real host module: a level-2 Debian kernel under
 KVM in level 1 (kvm_amd npt=0, kvm_pagetype.ko, our QEMU with the pagetype
 device) loads pibooster.ko in the middle of a fork storm (no table is pinned

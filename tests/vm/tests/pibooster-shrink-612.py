@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 0.5
 # As pibooster-shrink.py: about a quarter of a core alone.
 """pibooster-shrink.py with the module's guest on Debian's 6.12 (bookworm-
 backports, what Debian 13 ships): the cache's sizes, thresholds, the shrinker under memory pressure, a

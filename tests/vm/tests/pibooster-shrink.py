@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 0.5
 # Its guest has two vCPUs but sleeps through most of the test (a holder's
 # 15 s, the pauses): about a quarter of a core alone (docs/testing.md).
 """pibooster.ko's cache sizes in a plain guest: shrink by number (from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1.5
 """pibooster.ko in a plain guest (2 vCPUs, no host module: the rule engine
 runs in the guest): a fork, fork+exec and fork+sh storm on both vCPUs with
 the cache on from load (Pre-PiBooster), off (coarse), switched on and off

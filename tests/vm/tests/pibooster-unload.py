@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1.5
 """pibooster.ko unloaded while a fork storm runs on both vCPUs: the
 livepatch transition completes, the module undoes every pin and every
 conversion (the tables the storm still uses stay the kernel's), the storm

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """Harness self-test: a failing command inside the guest fails its test, and
 its output and exit status come back."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """Harness self-test: a guest that hangs is reported lost within its
 timeout, never passed.  The timeout is about three plain boots (4 to 5 s
 under TCG): the guest must have started its script (init says so on the

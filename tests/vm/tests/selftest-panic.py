@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """Harness self-test: a guest whose kernel panics is reported lost, never
 passed, and well before the timeout (panic=-1 with -no-reboot ends QEMU)."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """Harness self-test: a guest module that WARNs fails its test, although
 every command of the guest script succeeds."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1.5
 """Bad input from a guest: a reducer VM writes random values, of every
 width, to every BAR0 offset and to the doorbell for 20 s, while the
 mapper VM and another reducer VM run charcount.  Neither the fuzzing

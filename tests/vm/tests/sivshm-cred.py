@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """Peer credentials between VMs, with reducer QEMUs that run as another
 uid (nobody, through setpriv).  The mapper VM allows reducer id 1 to uid
 and gid 65534 only and id 2 to root only: a nobody QEMU asking for id 2 is

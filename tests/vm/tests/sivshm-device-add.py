@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """sivshm's realize and unplug over QMP on a running mapper VM.
 
 Every way realize can fail after it has created something (a mapper whose

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """A mapper VM's QEMU under 10000 hostile messages, each carrying
 descriptors (tests/unit/hostile.c: an empty message, every malformed or
 unwelcome HELLO, a sender that hangs up at once, a message after a good

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1.5
 """SIVSHM interrupts in VMs: mapper to reducer and reducer to mapper reach
 the user program, first through the eventfd the library registers, then
 through SIGUSR1 (the papers' path), with no lost and no spurious interrupt

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# runtests: one core
+# runtests: cores 1
 """SIVSHM under KVM: doorbells reach the guest through irqfd, never through
 QEMU, in both roles.
 

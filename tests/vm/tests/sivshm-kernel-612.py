@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """The guest driver on Debian's other kernel: 6.12, from bookworm-backports
 (what Debian 13 ships).  make dkms-source, dkms add and dkms build against
 the fetched 6.12 headers; a mapper VM booted on 6.12 loads that module and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """A mapper VM served by host-process reducers (the same protocol on both
 sides), and a hostile client on the mapper QEMU's socket while the job
 runs: a wrong version, a duplicate id, id 0 and above N, garbage,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# runtests: cores 1
 """A reducer VM that starts before its mapper.  Given the job's size and
 reducer count, its QEMU's realize does not wait for a mapper: the guest
 boots with none there, sees no peer, and blocks.  A mapper (a host
