@@ -267,19 +267,24 @@ void pib_free_frame(struct page *page)
 /*
  * Convert the batch's k frames back to writable and give them to the page
  * allocator; locked: the caller holds the backend's lock.  A frame the
- * backend keeps semi-writable stays ours, on no list.
+ * backend keeps semi-writable stays ours, on no list.  Returns how many
+ * went to the page allocator.
  */
-static void pib_give_back(struct pib_batch *b, u32 k, bool locked)
+static u32 pib_give_back(struct pib_batch *b, u32 k, bool locked)
 {
-	u32 i;
+	u32 i, freed = 0;
 
 	if (locked)
 		pib_run_locked(b->ops, k);
 	else
 		pib_run(b->ops, k);
-	for (i = 0; i < k; i++)
-		if (!b->ops[i].result)
+	for (i = 0; i < k; i++) {
+		if (!b->ops[i].result) {
 			pib_free_frame(b->pages[i]);
+			freed++;
+		}
+	}
+	return freed;
 }
 
 /*
@@ -299,14 +304,17 @@ static unsigned long pib_isolate(struct pib_level *l, struct shrink_control *sc,
  * Give back up to n cached frames of a level to the page allocator, in
  * batches of TO_WRITABLE conversions: of the shrinker's node and cgroup
  * (sc), else of any; locked: the caller holds the backend's lock.
- * Returns how many left the cache.
+ * Returns how many left the cache.  For the shrinker, the frames freed
+ * are counted to the reclaim that called it: without them, reclaim that
+ * only the cache can satisfy sees no progress, and an allocation that
+ * waits on it goes to the OOM killer with the frames already free.
  */
 static unsigned long pib_release_cached(struct pib_batch *b, int level,
 					unsigned long n,
 					struct shrink_control *sc, bool locked)
 {
 	struct pib_level *l = &pib_levels[level - 1];
-	unsigned long done = 0, got_n;
+	unsigned long done = 0, freed = 0, got_n;
 	struct pib_cached *c, *t;
 	LIST_HEAD(got);
 	u32 k;
@@ -326,9 +334,11 @@ static unsigned long pib_release_cached(struct pib_batch *b, int level,
 			       page_to_pfn(page));
 		}
 		if (k)
-			pib_give_back(b, k, locked);
+			freed += pib_give_back(b, k, locked);
 		done += got_n;
 	}
+	if (sc)
+		pib_account_reclaimed(freed);
 	atomic_long_add(done, &pib_stats[PIB_RELEASED]);
 	return done;
 }

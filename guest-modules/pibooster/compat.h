@@ -12,7 +12,10 @@
  *   - a shrinker is allocated by the kernel (shrinker_alloc()), which
  *     gives it its memcg id there, and registered separately;
  *   - list_lru_add() names the node and cgroup, list_lru_add_obj() finds
- *     them from the object as 6.1's list_lru_add() did.
+ *     them from the object as 6.1's list_lru_add() did;
+ *   - pages a shrinker frees outside the LRUs are counted to the reclaim
+ *     under way by mm_account_reclaimed_pages(), where 6.1's reclaim
+ *     counted its reclaim_state's reclaimed_slab.
  *
  * The table destructors run where they did: in the ___p?d_free_tlb()
  * functions the hooks replace, before the table goes to the mmu_gather;
@@ -25,6 +28,7 @@
 #include <linux/mm.h>
 #include <linux/shrinker.h>
 #include <linux/slab.h>
+#include <linux/swap.h>
 #include <linux/version.h>
 
 #if KERNEL_VERSION(6, 12, 0) <= LINUX_VERSION_CODE
@@ -81,6 +85,11 @@ static inline bool pib_list_lru_add(struct list_lru *lru,
 				    struct list_head *item)
 {
 	return list_lru_add_obj(lru, item);
+}
+
+static inline void pib_account_reclaimed(unsigned long pages)
+{
+	mm_account_reclaimed_pages(pages);
 }
 
 #else	/* 6.1 */
@@ -155,6 +164,12 @@ static inline bool pib_list_lru_add(struct list_lru *lru,
 				    struct list_head *item)
 {
 	return list_lru_add(lru, item);
+}
+
+static inline void pib_account_reclaimed(unsigned long pages)
+{
+	if (current->reclaim_state)
+		current->reclaim_state->reclaimed_slab += pages;
 }
 
 #endif

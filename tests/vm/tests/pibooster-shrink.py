@@ -8,7 +8,9 @@ thresholds by number and by ratio to the tables in use (enforced at once
 and on every free), 0 releasing everything, bad values refused, fill
 bounded by one batch and every level filled to the largest; then memory
 pressure: a cache of a few thousand frames, a program touching more
-memory than is free, and the shrinker gives frames back.  A hardware
+memory than is free, and the shrinker gives frames back, counted to the
+reclaim that called it (the root cgroup's memory.reclaim of half the
+cache succeeds).  A hardware
 memory error on a cached frame (hwpoison_inject), which is never handed
 out; pins refused as a host out
 of memory refuses them (the test-only debugfs test_refuse_pins): no
@@ -111,18 +113,38 @@ pause 1.5
 read big <$P/cached
 free=$(meminfo MemFree)
 pcp=$(awk '$1 == "count:" { n += $2 } END { print n }' /proc/zoneinfo)
-echo "pressure cached $big free $free reclaimable $(meminfo SReclaimable) pcp $pcp"
-# More than is free, less than free and three quarters of the cache (4
-# KiB a frame): with no swap and the caches dropped, reclaim has little
-# else to take (the other reclaimable slab, printed above), so it goes
-# down the priorities to where the shrinker's share of a scan is whole
-# batches, and need not kill.
-pt-storm -H $((free / 1024 + big * 4 * 3 / 4 / 1024 - 4))
+# What a hog may take without the cache: MemFree less what the kernel
+# keeps of each zone (its high watermark and its largest lowmem_reserve:
+# totalreserve_pages).
+reserve=$(awk '$1 == "high" { r += $2 }
+	$1 == "protection:" { gsub(/[(),]/, " "); m = 0
+		for (i = 2; i <= NF; i++) if ($i > m) m = $i; r += m }
+	END { print r * 4 }' /proc/zoneinfo)
+echo "pressure cached $big free $free reclaimable $(meminfo SReclaimable) pcp $pcp reserve $reserve"
+# That and half the cache (4 KiB a frame): with no swap and the caches
+# dropped, reclaim has little else to take (the other reclaimable slab,
+# printed above), so it goes down the priorities to where the shrinker's
+# share of a scan is whole batches; the other half (less the hog's own
+# page tables, which come from the cache too) is the margin before the
+# OOM killer.
+pt-storm -H $(((free - reserve + big * 4 / 2) / 1024))
 pause 1.5
 read small <$P/cached
 read sf <$P/stats/shrinker_freed
 echo "after-pressure cached $small shrinker_freed $sf"
 pause 1.5; echo "== pressed"; stats
+# Reclaim asked of the root cgroup, as global reclaim is: with no swap
+# and no file pages, the cache is what it can take, and it returns
+# success (not EAGAIN) only if the frames the shrinker frees are counted
+# to it.  Asked half the cache.
+storm2 -n 3 -w 1500
+pause 1.5
+read big <$P/cached
+mount -t cgroup2 none /sys/fs/cgroup
+if echo $((big * 4 / 2))K >/sys/fs/cgroup/memory.reclaim; then rc=ok
+else rc=refused; fi
+read small <$P/cached
+echo "root-reclaim $big $small $rc"
 pib_unload
 mem unloaded
 """
@@ -191,6 +213,10 @@ def test():
           "memory pressure: %d frames cached before, %d after, %d by the "
           "shrinker" % (big, small, freed))
     check_balance(stats(text, "pressed"), "pressed")
+    big, small, rc = nums(text, "root-reclaim")
+    check(rc == "ok" and small <= big // 2,
+          "memory.reclaim of half the cache: %s, %d frames cached before, "
+          "%d after" % (rc, big, small))
     check_unload(r.dmesg.decode(errors="replace"))
     check_memory(text, "native", "unloaded", "sizes and pressure")
 
