@@ -10,8 +10,9 @@
 # Each is bounded by VMTEST_L2_TIMEOUT seconds of level 1's clock.  From
 # /etc/vmtest/env: VMTEST_L2_FIRST, the first level-2 guest's name,
 # VMTEST_KVM_RUN_FAILED, what QEMU prints when KVM_RUN fails, and
-# VMTEST_L2_BOOT_STALL, what to say of a level 2 killed at its bound
-# before its script ran (the harness then tries level 1 again).
+# VMTEST_L2_BOOT_STALL, what to say of a level 2 lost before its script
+# ran, killed at its bound or ended (the harness then tries level 1
+# again).
 # busybox's sh, which runs this, has local.
 # shellcheck disable=SC3043
 
@@ -52,8 +53,6 @@ run_l2() {
 		fi
 		if [ "$(now)" -ge "$end" ]; then
 			echo "vmtest: level 2 $n: no end within $VMTEST_L2_TIMEOUT s"
-			grep -q "vmtest: running $n" "/tmp/$n.console" ||
-				echo "vmtest: level 2 $n: $VMTEST_L2_BOOT_STALL"
 			kill -9 "$pid" 2>/dev/null || true
 			break
 		fi
@@ -61,6 +60,12 @@ run_l2() {
 	done
 	status=0
 	wait "$pid" || status=$?
+	# Killed at its bound or ended (-no-reboot ends a triple fault with
+	# status 0) before its script ran, and not refused by KVM: lost in
+	# its boot.
+	grep -q "vmtest: running $n" "/tmp/$n.console" ||
+		grep -q "$VMTEST_KVM_RUN_FAILED" "/tmp/$n.stderr" ||
+		echo "vmtest: level 2 $n: $VMTEST_L2_BOOT_STALL"
 	echo "$status" > "/tmp/$n.status"
 	echo "vmtest: level 2 $n ended: $status" >/dev/kmsg
 	[ "$status" -eq 0 ] || echo "vmtest: level 2 $n QEMU exited with $status"

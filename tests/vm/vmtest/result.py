@@ -21,7 +21,7 @@ KVM_RUN_FAILED = "error: kvm run failed"
 # What level 1 says of a level 2 killed at its bound before its script ran
 # (no "vmtest: running NAME" on its console): its clock stopped in its boot,
 # TCG's nested SVM losing its timer (docs/testing.md).
-L2_BOOT_STALL = "stalled in its boot, before its script ran"
+L2_BOOT_STALL = "lost in its boot, before its script ran"
 
 # Kernel lines that make a test fail, whatever the test printed.
 SPLAT_RE = re.compile(
